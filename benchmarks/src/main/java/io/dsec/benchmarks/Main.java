@@ -1,0 +1,33 @@
+package io.dsec.benchmarks;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The benchmark runner: {@code bash benchmarks/run.sh [exec-roundtrip] [create-latency] [idle-memory] [--quick]}.
+ * Each benchmark writes benchmarks/results/NAME.json.
+ */
+public final class Main {
+    private Main() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        List<String> argv = List.of(args);
+        boolean quick = argv.contains("--quick");
+        List<String> names = argv.stream().filter(a -> !a.startsWith("--")).toList();
+        if (names.isEmpty()) {
+            names = List.of("exec-roundtrip", "create-latency", "idle-memory");
+        }
+        Path results = Path.of(System.getProperty("dsec.results", "benchmarks/results")).toAbsolutePath();
+        for (String name : names) {
+            System.out.println("== " + name);
+            switch (name) {
+                case "exec-roundtrip" -> ExecRoundTripBenchmark.run(results, quick);
+                case "create-latency" -> CreateLatencyBenchmark.run(results, quick ? 1 : 3);
+                case "idle-memory" -> IdleMemoryBenchmark.run(results, quick ? 20 : 100, quick ? 5 : 20);
+                default -> throw new IllegalArgumentException("unknown benchmark " + name
+                    + ": choose exec-roundtrip, create-latency or idle-memory");
+            }
+        }
+    }
+}
