@@ -28,7 +28,7 @@ final class BenchHost implements AutoCloseable {
             Layer workspace = h.layers().fromDirectory(LayerKind.WORKSPACE, "repo:bench", TestImages.workspaceTree(dir.resolve("src/ws")));
             image = Image.of(base, workspace);
             host = h;
-        } catch (RuntimeException | IOException e) {
+        } catch (RuntimeException e) {
             if (h != null) {
                 h.close();
             }

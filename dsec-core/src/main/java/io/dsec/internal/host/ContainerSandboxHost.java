@@ -64,13 +64,14 @@ public final class ContainerSandboxHost implements SandboxHost {
     private final LayerMounts mounts;
     private final AgentIo agentIo;
     private final ExecutorService executor;
-    private final boolean ownsExecutor;
     private final ConcurrentHashMap<String, ContainerSandbox> sandboxes = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final SecureRandom random = new SecureRandom();
+    private final Closer lifetime;
 
     private ContainerSandboxHost(HostConfig config, Closer undo) {
         this.config = config;
+        this.lifetime = undo;
         HostPrerequisites.check();
         Path state = config.stateDir();
         try {
@@ -80,6 +81,8 @@ public final class ContainerSandboxHost implements SandboxHost {
             throw new DsecException("cannot create the state directory " + state + ": " + e.getMessage()
                 + " (choose a writable local directory with Sandboxes.builder().stateDir(...))", e);
         }
+        StateDirLock lock = StateDirLock.acquire(state);
+        undo.add(lock::close);
         this.agentBinary = AgentBinary.install(state.resolve("agent"));
         this.cgroups = CgroupLayout.ofHost();
         this.runtime = RuntimeSelector.select(config.runtime(), cgroups, state.resolve("runtime"), mapper);
@@ -90,10 +93,8 @@ public final class ContainerSandboxHost implements SandboxHost {
         undo.add(mounts::close);
         if (config.executor() != null) {
             this.executor = config.executor();
-            this.ownsExecutor = false;
         } else {
             this.executor = newExecutor();
-            this.ownsExecutor = true;
             undo.add(executor::shutdownNow);
         }
         this.agentIo = new AgentIo();
@@ -232,14 +233,9 @@ public final class ContainerSandboxHost implements SandboxHost {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        Closer closer = new Closer();
-        if (ownsExecutor) {
-            closer.add(executor::shutdownNow);
-        }
-        closer.add(agentIo::close);
-        closer.add(mounts::close);
-        closer.add(this::closeSandboxes);
-        closer.close();
+        // Sandboxes first, then what they shared: the IO thread, layer mounts, executor, state lock (reverse of opening).
+        lifetime.add(this::closeSandboxes);
+        lifetime.close();
     }
 
     private void closeSandboxes() {

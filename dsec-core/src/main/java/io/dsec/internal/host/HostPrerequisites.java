@@ -13,12 +13,16 @@ final class HostPrerequisites {
     }
 
     static void check() {
-        if (!Posix.isRoot()) {
+        requireRoot(Posix.isRoot());
+        requireFilesystem("erofs", "the kernel lacks EROFS: enable CONFIG_EROFS_FS (file-backed mounts need kernel 6.12 or newer) or load it with 'modprobe erofs'");
+        requireFilesystem("overlay", "the kernel lacks overlayfs: enable CONFIG_OVERLAY_FS or load it with 'modprobe overlay'");
+    }
+
+    static void requireRoot(boolean root) {
+        if (!root) {
             throw new MissingPrerequisiteException("dsec needs root: it mounts EROFS layers and overlayfs and drives an OCI runtime. "
                 + "Run the JVM as root (rootless mode is not supported yet).");
         }
-        requireFilesystem("erofs", "the kernel lacks EROFS: enable CONFIG_EROFS_FS (file-backed mounts need kernel 6.12 or newer) or load it with 'modprobe erofs'");
-        requireFilesystem("overlay", "the kernel lacks overlayfs: enable CONFIG_OVERLAY_FS or load it with 'modprobe overlay'");
     }
 
     private static void requireFilesystem(String fs, String fix) {

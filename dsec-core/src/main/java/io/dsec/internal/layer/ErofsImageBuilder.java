@@ -72,16 +72,22 @@ public final class ErofsImageBuilder {
      * a {@link io.dsec.spi.LayerStore} (which renames it into place) or deletes it.
      */
     public BuiltImage fromDirectory(Path directory, Path stagingDir) {
-        if (directory == null || !Files.isDirectory(directory, LinkOption.NOFOLLOW_LINKS)) {
+        if (directory == null || !Files.isDirectory(directory)) {
             throw new InvalidSpecException("directory", directory,
                 directory != null && Files.exists(directory) ? "not a directory: give the root of the tree to build the layer from"
                     : "does not exist: give an existing directory, the root of the tree to build the layer from");
         }
         checkMkfs();
+        Path root;
+        try {
+            root = directory.toRealPath(); // a symlink to the tree builds the tree, not the link
+        } catch (IOException e) {
+            throw new InvalidSpecException("directory", directory, "cannot be resolved (" + e.getMessage() + ")");
+        }
         Path image = createTemp(stagingDir, ".erofs.tmp");
         boolean ok = false;
         try {
-            runMkfs(image, directory);
+            runMkfs(image, root);
             BuiltImage built = padAndDigest(image);
             ok = true;
             return built;

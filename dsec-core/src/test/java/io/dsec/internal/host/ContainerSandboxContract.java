@@ -224,6 +224,16 @@ abstract class ContainerSandboxContract {
     }
 
     @Test
+    void aSecondHostOnTheSameStateDirIsRefused() {
+        assertThatThrownBy(() -> io.dsec.Sandboxes.builder().stateDir(t.host.stateDir()).runtime(runtime()).build())
+            .isInstanceOf(io.dsec.DsecException.class)
+            .hasMessageContaining("another SandboxHost").hasMessageContaining(t.host.stateDir().toString());
+        try (Sandbox sb = t.host.create(SandboxSpec.of(t.image()).memory("64m"))) {
+            assertThat(sb.exec("true").ok()).as("the first host is unharmed").isTrue();
+        }
+    }
+
+    @Test
     void sandboxProcessesAreNotChildrenOfTheJvm() throws Exception {
         try (Sandbox sb = t.host.create(SandboxSpec.of(t.image()).memory("64m"))) {
             int pid = host().runtime().state(sb.id()).get("pid").asInt();

@@ -53,7 +53,9 @@ class ErofsImageBuilderIT {
         Files.createLink(dir.resolve("hardlink"), dir.resolve("original"));
         Files.createSymbolicLink(dir.resolve("symlink"), Path.of("etc/shadow"));
         Files.createSymbolicLink(dir.resolve("dangling"), Path.of("/nowhere/at/all"));
-        LayerFixtures.run("mkfifo", dir.resolve("fifo").toString());
+        // Java opens a file to chmod it, which blocks on a FIFO: make it with its mode and owner by the tools.
+        LayerFixtures.run("mkfifo", "-m", "620", dir.resolve("fifo").toString());
+        LayerFixtures.run("chown", "-h", "5:7", dir.resolve("fifo").toString());
         set(dir, 0755, 0, 0);
         set(dir.resolve("etc"), 0755, 0, 0);
         set(dir.resolve("etc/shadow"), 0640, 0, 42);
@@ -64,7 +66,6 @@ class ErofsImageBuilderIT {
         set(dir.resolve("suid"), 04755, 0, 0);
         set(dir.resolve("big"), 0644, 65534, 65534);
         set(dir.resolve("original"), 0644, 0, 0);
-        set(dir.resolve("fifo"), 0620, 5, 7);
         Files.setAttribute(dir.resolve("symlink"), "unix:uid", 1000, LinkOption.NOFOLLOW_LINKS);
         return dir;
     }
@@ -92,7 +93,6 @@ class ErofsImageBuilderIT {
         assertThat(attr(root.resolve("suid"), "mode")).isEqualTo(0104755);
         assertThat(attr(root.resolve("big"), "uid")).isEqualTo(65534);
         assertThat(Files.size(root.resolve("big"))).isEqualTo(3 << 20);
-        assertThat(Files.mismatch(root.resolve("big"), root.resolve("big"))).isEqualTo(-1L);
         assertThat(attr(root.resolve("hardlink"), "ino")).isEqualTo(attr(root.resolve("original"), "ino"));
         assertThat(attr(root.resolve("original"), "nlink")).isEqualTo(2);
         assertThat(Files.readSymbolicLink(root.resolve("symlink"))).isEqualTo(Path.of("etc/shadow"));

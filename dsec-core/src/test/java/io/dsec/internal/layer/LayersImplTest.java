@@ -7,6 +7,7 @@ import io.dsec.InvalidSpecException;
 import io.dsec.Layer;
 import io.dsec.LayerKind;
 import io.dsec.testing.Capabilities;
+import io.dsec.testing.TestImages;
 import java.io.ByteArrayInputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -63,6 +64,33 @@ class LayersImplTest {
         try (var staging = Files.list(layers.store().stagingDirectory())) {
             assertThat(staging).isEmpty();
         }
+    }
+
+    @Test
+    void testImagesAreDeterministic() throws Exception {
+        Layer first = layers.fromDirectory(LayerKind.BASE, "busybox:1", TestImages.busyboxRootfs(tmp.resolve("r1")));
+        Layer second = layers.fromDirectory(LayerKind.BASE, "busybox:2", TestImages.busyboxRootfs(tmp.resolve("r2")));
+        Layer ws1 = layers.fromDirectory(LayerKind.WORKSPACE, "ws:1", TestImages.workspaceTree(tmp.resolve("w1")));
+        Layer ws2 = layers.fromDirectory(LayerKind.WORKSPACE, "ws:2", TestImages.workspaceTree(tmp.resolve("w2")));
+
+        assertThat(second.digest()).isEqualTo(first.digest());
+        assertThat(ws2.digest()).isEqualTo(ws1.digest());
+        assertThat(tmp.resolve("r1/bin/sh")).isSymbolicLink();
+        assertThat(Files.readSymbolicLink(tmp.resolve("r1/bin/sh"))).isEqualTo(Path.of("busybox"));
+        for (String applet : TestImages.COMMON_APPLETS) {
+            assertThat(tmp.resolve("r1/bin/" + applet)).isSymbolicLink();
+        }
+        assertThat(Files.getAttribute(tmp.resolve("r1/tmp"), "unix:mode")).isEqualTo(041777);
+        assertThat(tmp.resolve("w1/repo/app.sh")).isExecutable();
+    }
+
+    @Test
+    void aSymlinkToATreeBuildsTheTree() throws Exception {
+        Path tree = LayerFixtures.tree(tmp.resolve("tree"), false, Instant.EPOCH);
+        Path link = Files.createSymbolicLink(tmp.resolve("link"), tree);
+
+        assertThat(layers.fromDirectory(LayerKind.BASE, "viaLink".toLowerCase(), link).digest())
+            .isEqualTo(layers.fromDirectory(LayerKind.BASE, "direct", tree).digest());
     }
 
     @Test
