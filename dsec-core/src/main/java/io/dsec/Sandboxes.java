@@ -2,6 +2,8 @@ package io.dsec;
 
 import io.dsec.internal.host.ContainerSandboxHost;
 import io.dsec.internal.host.HostConfig;
+import io.dsec.internal.layer.LocalLayerStore;
+import io.dsec.spi.LayerStore;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
@@ -38,6 +40,7 @@ public final class Sandboxes {
         private String toolkitPath = DEFAULT_TOOLKIT_PATH;
         private ExecutorService executor;
         private Duration agentStartTimeout = Duration.ofSeconds(30);
+        private LayerStore.Factory layerStore = LocalLayerStore::new;
 
         private Builder() {
         }
@@ -90,9 +93,18 @@ public final class Sandboxes {
             return this;
         }
 
+        /**
+         * Where layers live. By default a local store under the state directory; dsec-image's on-demand stores keep
+         * layers in shared storage (a directory on NFS or 3FS, S3, HTTP) and fetch them as they are read.
+         */
+        public Builder layerStore(LayerStore.Factory factory) {
+            this.layerStore = Objects.requireNonNull(factory, "layerStore");
+            return this;
+        }
+
         /** Opens the host: checks root, tools and kernel features, and picks the runtime. */
         public SandboxHost build() {
-            return ContainerSandboxHost.open(new HostConfig(stateDir, runtime, toolkitPath, executor, agentStartTimeout));
+            return ContainerSandboxHost.open(new HostConfig(stateDir, runtime, toolkitPath, executor, agentStartTimeout, layerStore));
         }
     }
 }

@@ -16,7 +16,13 @@ import java.util.Optional;
  * {@link #mountSource(Layer)}. Implementations are safe for concurrent use, also by several threads putting the same
  * content at once.
  */
-public interface LayerStore {
+public interface LayerStore extends AutoCloseable {
+
+    /** Opens a store for a host, given the host's state directory (for caches, mounts and indexes of its own). */
+    @FunctionalInterface
+    interface Factory {
+        LayerStore open(Path stateDir);
+    }
 
     /**
      * A finished image file, not yet in the store.
@@ -64,4 +70,16 @@ public interface LayerStore {
      * @throws io.dsec.DsecException when the store does not have the layer
      */
     Path mountSource(Layer layer);
+
+    /**
+     * Called by the host's layer mounts when the kernel no longer mounts {@code layer}: an on-demand store may stop
+     * serving it. The local store has nothing to do.
+     */
+    default void released(Layer layer) {
+    }
+
+    /** Releases what the store holds (threads, FUSE mounts, open files). The host calls it last, on close. */
+    @Override
+    default void close() {
+    }
 }

@@ -14,7 +14,6 @@ import io.dsec.internal.agent.AgentIo;
 import io.dsec.internal.layer.ErofsImageBuilder;
 import io.dsec.internal.layer.LayerMounts;
 import io.dsec.internal.layer.LayersImpl;
-import io.dsec.internal.layer.LocalLayerStore;
 import io.dsec.internal.layer.MountedLayer;
 import io.dsec.internal.nativeio.ErrnoException;
 import io.dsec.internal.nativeio.Posix;
@@ -87,7 +86,8 @@ public final class ContainerSandboxHost implements SandboxHost {
         this.cgroups = CgroupLayout.ofHost();
         this.runtime = RuntimeSelector.select(config.runtime(), cgroups, state.resolve("runtime"), mapper);
         this.ociConfigs = new OciConfigFactory(Posix.hardLimit(Posix.RLIMIT_NOFILE), Posix.hardLimit(Posix.RLIMIT_NPROC));
-        this.store = new LocalLayerStore(state);
+        this.store = config.layerStore().open(state);
+        undo.add(store::close);
         this.layers = new LayersImpl(store, new ErofsImageBuilder());
         this.mounts = new LayerMounts(store, state);
         undo.add(mounts::close);

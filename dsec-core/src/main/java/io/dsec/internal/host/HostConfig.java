@@ -1,6 +1,7 @@
 package io.dsec.internal.host;
 
 import io.dsec.OciRuntime;
+import io.dsec.spi.LayerStore;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
@@ -8,7 +9,9 @@ import java.util.concurrent.ExecutorService;
 /**
  * A host's settings as the builder checked them.
  *
- * @param executor null for the host's own
+ * @param executor   null for the host's own
+ * @param layerStore opens the host's layer store on its state directory
  */
-public record HostConfig(Path stateDir, OciRuntime runtime, String toolkitPath, ExecutorService executor, Duration agentStartTimeout) {
+public record HostConfig(Path stateDir, OciRuntime runtime, String toolkitPath, ExecutorService executor, Duration agentStartTimeout,
+                         LayerStore.Factory layerStore) {
 }

@@ -130,6 +130,7 @@ public final class LayerMounts implements AutoCloseable {
             entry.dead = true;
             entries.remove(entry.path.getFileName().toString(), entry);
             unmountAndRemove(entry.path);
+            store.released(entry.layer);
         }
     }
 
@@ -155,6 +156,7 @@ public final class LayerMounts implements AutoCloseable {
                 }
                 try {
                     unmountAndRemove(entry.path);
+                    store.released(entry.layer);
                 } catch (RuntimeException e) {
                     failures.add(e);
                 }
