@@ -29,11 +29,8 @@ final class IdleMemoryBenchmark {
                 ? Podman.version() + ": podman run -d (crun + conmon) of the same shell on the same busybox rootfs, same run"
                 : "none: podman not installed");
             List<Sandbox> idle = new ArrayList<>();
-            try (Sandbox warm = bench.host.create(SandboxSpec.of(bench.image).memory("64m"))) {
-                warm.exec("true");
-                settle();
+            try {
                 long heapBefore = usedHeap();
-                long availBefore = memAvailableKib();
                 List<CompletableFuture<Sandbox>> creating = new ArrayList<>();
                 for (int i = 0; i < sandboxes; i++) {
                     creating.add(bench.host.createAsync(SandboxSpec.of(bench.image).memory("64m")));
@@ -44,73 +41,82 @@ final class IdleMemoryBenchmark {
                     sb.execAsync(Exec.shell(IDLE_SHELL).timeout(java.time.Duration.ZERO));
                 }
                 for (Sandbox sb : idle) {
-                    // A round trip per sandbox: the shells have been started and everything is idle again.
+                    // A round trip per sandbox: its shell has been started and everything is idle again.
                     sb.exec("true");
                 }
-                settle();
-                long availAfter = memAvailableKib();
                 long heapAfter = usedHeap();
-                double hostKib = (availBefore - availAfter) / (double) sandboxes;
+                long pss = 0;
+                long cgroup = 0;
+                for (Sandbox sb : idle) {
+                    Path dir = ProcessMemory.memoryCgroupOf(ProcessMemory.cgroupPids(cgroupDir(sb)).get(0));
+                    for (long pid : ProcessMemory.cgroupPids(dir)) {
+                        pss += ProcessMemory.pssKib(pid);
+                    }
+                    cgroup += ProcessMemory.cgroupUsageKib(dir);
+                }
+                double pssKib = pss / (double) sandboxes;
+                double cgroupKib = cgroup / (double) sandboxes;
                 double heapKib = (heapAfter - heapBefore) / 1024.0 / sandboxes;
                 out.put("sandboxes", sandboxes);
-                out.put("host_mem_per_idle_sandbox_kib", hostKib);
+                out.put("pss_per_idle_sandbox_kib", pssKib);
+                out.put("cgroup_mem_per_idle_sandbox_kib", cgroupKib);
                 out.put("jvm_heap_per_idle_sandbox_kib", heapKib);
-                out.put("cgroup_mem_per_idle_sandbox_kib", cgroupKib(bench, idle));
-                System.out.printf("dsec: %d idle sandboxes, host %.0f KiB each, cgroup %.0f KiB each, JVM heap %.1f KiB each%n",
-                    sandboxes, hostKib, cgroupKib(bench, idle), heapKib);
+                System.out.printf("dsec: %d idle sandboxes: PSS %.0f KiB, cgroup %.0f KiB, JVM heap %.1f KiB each%n", sandboxes, pssKib, cgroupKib, heapKib);
+                if (podman) {
+                    measurePodman(bench, podmanContainers, out, pssKib);
+                }
             } finally {
                 idle.parallelStream().forEach(Sandbox::close);
-            }
-            if (podman) {
-                Podman.importRootfs(bench.baseRootfs);
-                List<String> ids = new ArrayList<>();
-                try {
-                    settle();
-                    long availBefore = memAvailableKib();
-                    for (int i = 0; i < podmanContainers; i++) {
-                        List<String> argv = new ArrayList<>(List.of("podman", "run", "-d", "--network", "none",
-                            "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", Podman.IMAGE, "sh", "-c", IDLE_SHELL));
-                        ids.add(Podman.run(argv).trim());
-                    }
-                    settle();
-                    double podmanKib = (availBefore - memAvailableKib()) / (double) podmanContainers;
-                    out.put("podman_containers", podmanContainers);
-                    out.put("podman_host_mem_per_idle_container_kib", podmanKib);
-                    System.out.printf("podman: %d idle containers, host %.0f KiB each%n", podmanContainers, podmanKib);
-                } finally {
-                    if (!ids.isEmpty()) {
-                        List<String> rm = new ArrayList<>(List.of("podman", "rm", "-f", "-t", "0"));
-                        rm.addAll(ids);
-                        Podman.run(rm);
-                    }
-                    Podman.removeImage();
-                }
             }
         }
         out.write(results);
     }
 
-    private static double cgroupKib(BenchHost bench, List<Sandbox> sandboxes) {
-        long total = 0;
-        for (Sandbox sb : sandboxes) {
-            for (Path file : List.of(Path.of("/sys/fs/cgroup/memory/dsec", sb.id(), "memory.usage_in_bytes"),
-                Path.of("/sys/fs/cgroup/dsec", sb.id(), "memory.current"))) {
-                try {
-                    if (Files.exists(file)) {
-                        total += Long.parseLong(Files.readString(file).trim());
-                        break;
-                    }
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
+    private static Path cgroupDir(Sandbox sb) {
+        for (Path p : List.of(Path.of("/sys/fs/cgroup/memory/dsec", sb.id()), Path.of("/sys/fs/cgroup/dsec", sb.id()))) {
+            if (Files.isDirectory(p)) {
+                return p;
             }
         }
-        return total / 1024.0 / sandboxes.size();
+        throw new IllegalStateException("no memory cgroup for " + sb.id());
     }
 
-    private static long memAvailableKib() throws IOException {
-        return Files.readAllLines(Path.of("/proc/meminfo")).stream().filter(l -> l.startsWith("MemAvailable:"))
-            .map(l -> Long.parseLong(l.replaceAll("\\D+", ""))).findFirst().orElseThrow();
+    /** The same shell idle in podman containers: PSS of the container's processes plus its conmon, and cgroup usage. */
+    private static void measurePodman(BenchHost bench, int containers, ResultFile out, double dsecPss) throws Exception {
+        Podman.importRootfs(bench.baseRootfs);
+        List<String> ids = new ArrayList<>();
+        try {
+            for (int i = 0; i < containers; i++) {
+                List<String> argv = new ArrayList<>(List.of("podman", "run", "-d", "--network", "none",
+                    "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", Podman.IMAGE, "sh", "-c", IDLE_SHELL));
+                ids.add(Podman.run(argv).trim());
+            }
+            long pss = 0;
+            long cgroup = 0;
+            for (String id : ids) {
+                String[] pids = Podman.run(List.of("podman", "inspect", "--format", "{{.State.Pid}} {{.State.ConmonPid}}", id)).trim().split("\\s+");
+                Path dir = ProcessMemory.memoryCgroupOf(Long.parseLong(pids[0]));
+                for (long pid : ProcessMemory.cgroupPids(dir)) {
+                    pss += ProcessMemory.pssKib(pid);
+                }
+                pss += ProcessMemory.pssKib(Long.parseLong(pids[1]));
+                cgroup += ProcessMemory.cgroupUsageKib(dir);
+            }
+            double pssKib = pss / (double) containers;
+            double cgroupKib = cgroup / (double) containers;
+            out.put("podman_containers", containers);
+            out.put("podman_pss_per_idle_container_kib", pssKib);
+            out.put("podman_cgroup_mem_per_idle_container_kib", cgroupKib);
+            out.put("pss_ratio_podman_over_dsec", pssKib / dsecPss);
+            System.out.printf("podman: %d idle containers: PSS %.0f KiB (container + conmon), cgroup %.0f KiB each%n", containers, pssKib, cgroupKib);
+        } finally {
+            if (!ids.isEmpty()) {
+                List<String> rm = new ArrayList<>(List.of("podman", "rm", "-f", "-t", "0"));
+                rm.addAll(ids);
+                Podman.run(rm);
+            }
+            Podman.removeImage();
+        }
     }
 
     private static long usedHeap() {
@@ -118,10 +124,5 @@ final class IdleMemoryBenchmark {
             System.gc();
         }
         return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
-    }
-
-    /** Lets dirty pages and freed memory settle the same way before each reading. */
-    private static void settle() throws IOException, InterruptedException {
-        new ProcessBuilder("sync").start().waitFor();
     }
 }

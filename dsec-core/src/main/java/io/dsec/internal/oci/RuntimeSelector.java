@@ -7,6 +7,7 @@ import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,8 +19,14 @@ public final class RuntimeSelector {
     }
 
     public static OciRuntimeCli select(OciRuntime wanted, CgroupLayout cgroups, Path stateRoot, ObjectMapper mapper) {
-        Optional<Path> crun = onPath("crun");
-        Optional<Path> runc = onPath("runc");
+        return select(wanted, cgroups, stateRoot, mapper, RuntimeSelector::onPath);
+    }
+
+    /** As above, with the lookup of a tool on PATH given (tests give their own). */
+    static OciRuntimeCli select(OciRuntime wanted, CgroupLayout cgroups, Path stateRoot, ObjectMapper mapper,
+                                Function<String, Optional<Path>> which) {
+        Optional<Path> crun = which.apply("crun");
+        Optional<Path> runc = which.apply("runc");
         switch (wanted) {
             case CRUN -> {
                 Path bin = crun.orElseThrow(() -> new MissingPrerequisiteException("runtime CRUN was asked for but crun is not on PATH: apt-get install crun"));
