@@ -104,9 +104,20 @@ public final class TestHost implements AutoCloseable {
 
     /** Removes whatever a failed test left under {@code dir}: runtime containers, mounts, files. */
     public static void lastResortCleanup(Path dir) {
-        for (String runtime : List.of("crun", "runc")) {
-            Path root = dir.resolve("state/runtime/" + runtime);
-            if (Files.isDirectory(root) && Capabilities.onPath(runtime)) {
+        // Any state directory under dir (a test may run several hosts, or a child JVM's) keeps runtime state in runtime/<name>.
+        List<Path> runtimeRoots = new ArrayList<>();
+        if (Files.isDirectory(dir)) {
+            try (Stream<Path> walk = Files.walk(dir, 4)) {
+                walk.filter(p -> Files.isDirectory(p) && p.getParent() != null && p.getParent().getFileName() != null
+                    && p.getParent().getFileName().toString().equals("runtime") && List.of("crun", "runc").contains(p.getFileName().toString()))
+                    .forEach(runtimeRoots::add);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        for (Path root : runtimeRoots) {
+            String runtime = root.getFileName().toString();
+            if (Capabilities.onPath(runtime)) {
                 for (String id : run(runtime, "--root", root.toString(), "list", "-q").lines().map(String::trim).filter(s -> !s.isEmpty()).toList()) {
                     run(runtime, "--root", root.toString(), "delete", "--force", id);
                 }
