@@ -4,7 +4,7 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * The benchmark runner: {@code bash benchmarks/run.sh [exec-roundtrip] [create-latency] [idle-memory] [--quick]}.
+ * The benchmark runner: {@code bash benchmarks/run.sh [exec-roundtrip] [create-latency] [idle-memory] [ondemand] [--quick]}.
  * Each benchmark writes benchmarks/results/NAME.json.
  */
 public final class Main {
@@ -16,7 +16,7 @@ public final class Main {
         boolean quick = argv.contains("--quick");
         List<String> names = argv.stream().filter(a -> !a.startsWith("--")).toList();
         if (names.isEmpty()) {
-            names = List.of("exec-roundtrip", "create-latency", "idle-memory");
+            names = List.of("exec-roundtrip", "create-latency", "idle-memory", "ondemand");
         }
         Path results = Path.of(System.getProperty("dsec.results", "benchmarks/results")).toAbsolutePath();
         for (String name : names) {
@@ -25,8 +25,10 @@ public final class Main {
                 case "exec-roundtrip" -> ExecRoundTripBenchmark.run(results, quick);
                 case "create-latency" -> CreateLatencyBenchmark.run(results, quick ? 1 : 3);
                 case "idle-memory" -> IdleMemoryBenchmark.run(results, quick ? 20 : 100, quick ? 5 : 20);
+                case "ondemand" -> OnDemandBenchmark.run(results, quick ? List.of(16) : List.of(64, 256),
+                    quick ? List.of(512 << 10) : List.of(256 << 10, 512 << 10, 1 << 20));
                 default -> throw new IllegalArgumentException("unknown benchmark " + name
-                    + ": choose exec-roundtrip, create-latency or idle-memory");
+                    + ": choose exec-roundtrip, create-latency, idle-memory or ondemand");
             }
         }
     }

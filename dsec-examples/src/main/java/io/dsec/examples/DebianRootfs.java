@@ -11,11 +11,11 @@ import java.util.concurrent.TimeUnit;
  * A Debian root filesystem made with debootstrap (minbase plus the given packages), cached in a directory so
  * only the first run downloads anything.
  */
-final class DebianRootfs {
+public final class DebianRootfs {
     private DebianRootfs() {
     }
 
-    static Path ensure(Path cacheDir, String suite, List<String> packages, String mirror) throws IOException, InterruptedException {
+    public static Path ensure(Path cacheDir, String suite, List<String> packages, String mirror) throws IOException, InterruptedException {
         String name = suite + "-minbase-" + String.join("-", packages).replace('.', '_');
         Path done = cacheDir.resolve(name);
         Path complete = cacheDir.resolve(name + ".complete");

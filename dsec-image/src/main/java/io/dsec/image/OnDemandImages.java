@@ -2,6 +2,7 @@ package io.dsec.image;
 
 import io.dsec.InvalidSpecException;
 import io.dsec.Layer;
+import io.dsec.Sandbox;
 import io.dsec.SandboxSpec;
 import io.dsec.image.internal.OnDemandLayerStore;
 import io.dsec.image.internal.chunk.Chunker;
@@ -21,6 +22,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * try (SandboxHost host = Sandboxes.builder().layerStore(images).build()) {
  *     Layer base = host.layers().fromDirectory(LayerKind.BASE, "debian-12", rootfs);   // chunked and pushed
  *     ...
+ *     try (Sandbox sb = host.create(SandboxSpec.of(Image.of(base)))) {
+ *         ...
+ *         images.stats(sb);                                                             // what this sandbox's reads cost
+ *     }
  *     images.stats(base);                                                               // bytes fetched, hits, misses
  * }
  * }</pre>
@@ -57,6 +62,22 @@ public final class OnDemandImages implements LayerStore.Factory {
     public Optional<FetchStats> stats(Layer layer) {
         OnDemandLayerStore store = opened.get();
         return store == null ? Optional.empty() : store.stats(layer.digest());
+    }
+
+    /**
+     * What the reads of {@code sandbox} have cost on the host this was opened for: its reads of on-demand layers, the
+     * chunk hits and misses among them, and the bytes fetched on its behalf. A read counts for the sandbox when the
+     * kernel issued it for a process in the sandbox's cgroup (a file read or page fault the page cache could not serve);
+     * see {@link SandboxFetchStats} for what counts for whom. The figures stay available for a while after the sandbox
+     * closes (an hour after its last read or query, for the most recent 16384 sandboxes).
+     *
+     * @return empty when none of the sandbox's reads reached this host's FUSE server (everything it read was in the
+     *     page cache, or it is another host's sandbox), or its figures were forgotten
+     */
+    public Optional<SandboxFetchStats> stats(Sandbox sandbox) {
+        Objects.requireNonNull(sandbox, "sandbox");
+        OnDemandLayerStore store = opened.get();
+        return store == null ? Optional.empty() : store.sandboxStats(sandbox.id());
     }
 
     /** Figures of the host's chunk cache: bytes used, budget, chunks, evictions. */

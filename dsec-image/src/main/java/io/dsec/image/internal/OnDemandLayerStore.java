@@ -11,6 +11,7 @@ import io.dsec.image.FetchStats;
 import io.dsec.image.LayerManifest;
 import io.dsec.image.LoadMode;
 import io.dsec.image.OnDemandImages;
+import io.dsec.image.SandboxFetchStats;
 import io.dsec.image.internal.cache.AccessRecorder;
 import io.dsec.image.internal.cache.AccessTrace;
 import io.dsec.image.internal.cache.ChunkCache;
@@ -18,6 +19,7 @@ import io.dsec.image.internal.cache.ChunkFetcher;
 import io.dsec.image.internal.cache.LayerFetchStats;
 import io.dsec.image.internal.cache.OnDemandLayerReader;
 import io.dsec.image.internal.cache.Prefetcher;
+import io.dsec.image.internal.cache.SandboxAttribution;
 import io.dsec.image.internal.chunk.Chunker;
 import io.dsec.image.internal.chunk.LayerPusher;
 import io.dsec.image.internal.fuse.FuseFile;
@@ -69,6 +71,7 @@ public final class OnDemandLayerStore implements LayerStore {
     private final Map<String, Served> served = new ConcurrentHashMap<>();
     private final Map<String, LayerFetchStats> finished = new ConcurrentHashMap<>();
     private final Map<String, LayerManifest> checkedManifests = new ConcurrentHashMap<>();
+    private final SandboxAttribution sandboxes = SandboxAttribution.fromProc();
     private final Object fuseLock = new Object();
     private FuseServer fuse;
     private volatile boolean closed;
@@ -277,7 +280,7 @@ public final class OnDemandLayerStore implements LayerStore {
     /** Makes the reader of a layer and, for a new mount, pulls, prefetches or records as the settings say. */
     private Served startServing(LayerManifest manifest, boolean newMount) {
         OnDemandLayerReader reader = new OnDemandLayerReader(manifest, cache, fetcher,
-            new OnDemandLayerReader.Config(settings.readAheadChunks(), settings.fetchTimeout().multipliedBy(2)));
+            new OnDemandLayerReader.Config(settings.readAheadChunks(), settings.fetchTimeout().multipliedBy(2)), sandboxes);
         if (!newMount) {
             return new Served(reader, null, null);
         }
@@ -419,6 +422,11 @@ public final class OnDemandLayerStore implements LayerStore {
         }
         return Optional.of(new FetchStats(st.digest(), st.imageBytes(), st.bytesFetched(), st.chunkHits(), st.chunkMisses(), st.fetches(),
             st.verificationFailures(), st.failedReads(), st.prefetchedChunks(), st.fetchLatencyP50Micros(), st.fetchLatencyP99Micros()));
+    }
+
+    /** What the reads of the sandbox {@code sandboxId} have cost; empty when none reached this host's FUSE server. */
+    public Optional<SandboxFetchStats> sandboxStats(String sandboxId) {
+        return sandboxes.stats(sandboxId);
     }
 
     public OnDemandImages.CacheStats cacheStats() {

@@ -99,6 +99,8 @@ public final class ChunkFetcher implements AutoCloseable {
         final String hex;
         final String layer;
         final LayerStatsCollector stats;
+        /** Where the requester that started this fetch (a sandbox) has its gets counted too; null for none. */
+        final LayerStatsCollector requester;
         final boolean initiatedAsPrefetch;
         final CompletableFuture<byte[]> future = new CompletableFuture<>();
         // Guarded by the fetcher.
@@ -108,11 +110,41 @@ public final class ChunkFetcher implements AutoCloseable {
         Thread runner;
         ScheduledFuture<?> timeout;
 
-        Flight(String hex, String layer, LayerStatsCollector stats, boolean initiatedAsPrefetch) {
+        Flight(String hex, String layer, LayerStatsCollector stats, LayerStatsCollector requester,
+               boolean initiatedAsPrefetch) {
             this.hex = hex;
             this.layer = layer;
             this.stats = stats;
+            this.requester = requester;
             this.initiatedAsPrefetch = initiatedAsPrefetch;
+        }
+
+        void fetched(long bytes, long nanos) {
+            stats.fetched(bytes, nanos);
+            if (requester != null) {
+                requester.fetched(bytes, nanos);
+            }
+        }
+
+        void fetchFailed() {
+            stats.fetchFailed();
+            if (requester != null) {
+                requester.fetchFailed();
+            }
+        }
+
+        void verificationFailure() {
+            stats.verificationFailure();
+            if (requester != null) {
+                requester.verificationFailure();
+            }
+        }
+
+        void prefetched() {
+            stats.prefetched();
+            if (requester != null) {
+                requester.prefetched();
+            }
         }
     }
 
@@ -165,15 +197,24 @@ public final class ChunkFetcher implements AutoCloseable {
      * @param stats where the store gets are counted, if this request starts the fetch
      */
     public CompletableFuture<byte[]> fetch(String layer, String hex, Priority priority, LayerStatsCollector stats) {
-        return fetch(layer, hex, priority, stats, priority == Priority.PREFETCH);
+        return fetch(layer, hex, priority, stats, null, priority == Priority.PREFETCH);
+    }
+
+    /**
+     * {@link #fetch(String, String, Priority, LayerStatsCollector)}, counting the store gets in {@code requester} too
+     * (the counters of whoever asked, such as a sandbox; null for none) if this request starts the fetch.
+     */
+    public CompletableFuture<byte[]> fetch(String layer, String hex, Priority priority, LayerStatsCollector stats,
+                                           LayerStatsCollector requester) {
+        return fetch(layer, hex, priority, stats, requester, priority == Priority.PREFETCH);
     }
 
     private CompletableFuture<byte[]> fetch(String layer, String hex, Priority priority, LayerStatsCollector stats,
-                                            boolean ahead) {
+                                            LayerStatsCollector requester, boolean ahead) {
         Flight f = inflight.get(hex);
         boolean created = false;
         if (f == null) {
-            Flight nf = new Flight(hex, layer, stats, ahead);
+            Flight nf = new Flight(hex, layer, stats, requester, ahead);
             f = inflight.putIfAbsent(hex, nf);
             if (f == null) {
                 f = nf;
@@ -187,10 +228,15 @@ public final class ChunkFetcher implements AutoCloseable {
 
     /** Makes sure a chunk is cached, at prefetch priority: completes at once when it already is. */
     public CompletableFuture<Void> prefetch(String layer, String hex, LayerStatsCollector stats) {
+        return prefetch(layer, hex, stats, null);
+    }
+
+    /** {@link #prefetch(String, String, LayerStatsCollector)}, counting a fetch it starts in {@code requester} too (null for none). */
+    public CompletableFuture<Void> prefetch(String layer, String hex, LayerStatsCollector stats, LayerStatsCollector requester) {
         if (cache.contains(hex)) {
             return CompletableFuture.completedFuture(null);
         }
-        return fetch(layer, hex, Priority.PREFETCH, stats).thenApply(b -> null);
+        return fetch(layer, hex, Priority.PREFETCH, stats, requester, true).thenApply(b -> null);
     }
 
     /** {@link #pullAll(LayerManifest, LayerStatsCollector)} without stats. */
@@ -232,7 +278,7 @@ public final class ChunkFetcher implements AutoCloseable {
                 }
                 window.acquire();
                 fetched++;
-                CompletableFuture<Void> f = fetch(layer, hex, Priority.DEMAND, stats, true).handle((b, e) -> {
+                CompletableFuture<Void> f = fetch(layer, hex, Priority.DEMAND, stats, null, true).handle((b, e) -> {
                     window.release();
                     if (e != null) {
                         failure.compareAndSet(null, unwrap(e));
@@ -435,10 +481,10 @@ public final class ChunkFetcher implements AutoCloseable {
             try {
                 bytes = store.get(key);
             } catch (RuntimeException e) {
-                f.stats.fetchFailed();
+                f.fetchFailed();
                 throw e;
             }
-            f.stats.fetched(bytes.length, System.nanoTime() - t0);
+            f.fetched(bytes.length, System.nanoTime() - t0);
             String actual = ChunkCache.sha256Hex(bytes);
             if (actual.equals(f.hex)) {
                 if (attempt > 1) {
@@ -448,12 +494,12 @@ public final class ChunkFetcher implements AutoCloseable {
                 // Cached even when the fetch has timed out meanwhile: the bytes are good and the retry will want them.
                 cache.put(f.hex, bytes);
                 if (f.initiatedAsPrefetch && !f.future.isDone()) {
-                    f.stats.prefetched(); // before completing, so whoever waits for it sees it counted
+                    f.prefetched(); // before completing, so whoever waits for it sees it counted
                 }
                 succeed(f, bytes);
                 return;
             }
-            f.stats.verificationFailure();
+            f.verificationFailure();
             if (attempt == 1) {
                 LOG.warn("chunk {} of layer {} from {} failed sha256 verification ({} bytes, sha256 {}); fetching it"
                     + " again", f.hex, f.layer, store.describe(), bytes.length, actual);

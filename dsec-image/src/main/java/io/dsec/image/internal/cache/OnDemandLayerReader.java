@@ -10,7 +10,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -30,6 +29,9 @@ import org.slf4j.LoggerFactory;
  * {@code readAheadChunks} chunks after it are prefetched in the background (each chunk is requested once per
  * sequential run). A read waits at most {@code readTimeout} for its chunks and then fails with ETIMEDOUT; data that
  * cannot be fetched or verified fails it with EIO.
+ *
+ * <p>Reads through {@link #read(long, ByteBuffer, int)} are counted for the sandbox the requesting pid runs in, as
+ * {@link SandboxAttribution} finds it: its reads, hits, misses, and the fetches (demand and read-ahead) its reads start.
  *
  * <p>Safe for concurrent reads. {@link #close()} stops read-ahead and prefetches started through this reader; reads
  * after it fail with EIO.
@@ -61,6 +63,7 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
     private final ChunkFetcher fetcher;
     private final Config config;
     private final LayerStatsCollector stats;
+    private final SandboxAttribution sandboxes;
     private final AtomicLong lastEnd = new AtomicLong(-1);
     private final AtomicInteger readAheadUpTo = new AtomicInteger(-1);
     private final Set<CompletableFuture<Void>> readAheads = ConcurrentHashMap.newKeySet();
@@ -69,6 +72,12 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
     private volatile boolean closed;
 
     public OnDemandLayerReader(LayerManifest manifest, ChunkCache cache, ChunkFetcher fetcher, Config config) {
+        this(manifest, cache, fetcher, config, null);
+    }
+
+    /** @param sandboxes finds the sandbox a read is for; null to count reads for no sandbox */
+    public OnDemandLayerReader(LayerManifest manifest, ChunkCache cache, ChunkFetcher fetcher, Config config,
+                               SandboxAttribution sandboxes) {
         if (manifest.chunkSize() <= 0 || manifest.chunkCount() != expectedChunks(manifest)) {
             throw new IllegalArgumentException("manifest of layer " + manifest.digest() + " has " + manifest.chunkCount()
                 + " chunks of " + manifest.chunkSize() + " bytes for " + manifest.sizeBytes() + " bytes");
@@ -78,6 +87,7 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
         this.fetcher = fetcher;
         this.config = config;
         this.stats = new LayerStatsCollector(manifest.digest(), manifest.sizeBytes());
+        this.sandboxes = sandboxes;
     }
 
     private static long expectedChunks(LayerManifest m) {
@@ -121,6 +131,24 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
 
     @Override
     public void read(long offset, ByteBuffer into) throws FuseErrnoException {
+        read(offset, into, 0);
+    }
+
+    @Override
+    public void read(long offset, ByteBuffer into, int pid) throws FuseErrnoException {
+        SandboxStatsCollector sandbox = sandboxes == null ? null : sandboxes.forPid(pid);
+        if (sandbox == null) {
+            read(offset, into, pid, null, null);
+            return;
+        }
+        sandbox.read(manifest);
+        int before = into.position();
+        read(offset, into, pid, sandbox, sandbox.chunks());
+        sandbox.readDone(into.position() - before);
+    }
+
+    private void read(long offset, ByteBuffer into, int pid, SandboxStatsCollector sandbox, LayerStatsCollector sbStats)
+        throws FuseErrnoException {
         if (closed) {
             throw new FuseErrnoException(FuseErrnoException.EIO, "layer " + manifest.digest() + " is closed", null);
         }
@@ -155,24 +183,30 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
             }
             if (readCached(hex, within, into, dst, count)) {
                 stats.hit();
+                if (sbStats != null) {
+                    sbStats.hit();
+                }
             } else {
                 stats.miss();
+                if (sbStats != null) {
+                    sbStats.miss();
+                }
                 if (pending == null) {
                     pending = new ArrayList<>(last - index + 1);
                 }
                 pending.add(new Pending(index, within, dst, count,
-                    fetcher.fetch(manifest.digest(), hex, ChunkFetcher.Priority.DEMAND, stats)));
+                    fetcher.fetch(manifest.digest(), hex, ChunkFetcher.Priority.DEMAND, stats, sbStats)));
             }
         }
         // Pass 2: wait for the misses and copy.
         if (pending != null) {
             for (Pending p : pending) {
-                byte[] bytes = await(p, offset, len, deadline);
+                byte[] bytes = await(p, offset, len, deadline, pid, sandbox, sbStats);
                 into.put(p.dst, bytes, p.within, p.count);
             }
         }
         into.position(base + len);
-        readAhead(offset, end, last);
+        readAhead(offset, end, last, sbStats);
     }
 
     private record Pending(int index, int within, int dst, int count, CompletableFuture<byte[]> future) {
@@ -197,7 +231,8 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
         }
     }
 
-    private byte[] await(Pending p, long offset, int len, long deadline) throws FuseErrnoException {
+    private byte[] await(Pending p, long offset, int len, long deadline, int pid, SandboxStatsCollector sandbox,
+                         LayerStatsCollector sbStats) throws FuseErrnoException {
         String hex = manifest.chunks().get(p.index);
         try {
             long wait = deadline - System.nanoTime();
@@ -205,33 +240,38 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
         } catch (TimeoutException e) {
             p.future.cancel(false); // only this read's copy of the shared fetch
             throw failed(FuseErrnoException.ETIMEDOUT, "read of layer " + manifest.digest() + " at " + offset + "+"
-                + len + requester() + " timed out after " + config.readTimeout().toMillis() + " ms waiting for chunk "
-                + p.index + " (" + hex + ") from " + fetcher.store().describe(), e);
+                + len + requester(pid, sandbox) + " timed out after " + config.readTimeout().toMillis() + " ms waiting for chunk "
+                + p.index + " (" + hex + ") from " + fetcher.store().describe(), e, sbStats);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw failed(FuseErrnoException.EIO, "read of layer " + manifest.digest() + " at " + offset + "+" + len
-                + requester() + " was interrupted", e);
+                + requester(pid, sandbox) + " was interrupted", e, sbStats);
         } catch (ExecutionException e) {
             Throwable cause = ChunkFetcher.unwrap(e);
             int errno = cause instanceof ImageFetchException && cause.getCause() instanceof TimeoutException
                 ? FuseErrnoException.ETIMEDOUT : FuseErrnoException.EIO;
-            throw failed(errno, "read of layer " + manifest.digest() + " at " + offset + "+" + len + requester()
-                + " failed: chunk " + p.index + ": " + cause.getMessage(), cause);
+            throw failed(errno, "read of layer " + manifest.digest() + " at " + offset + "+" + len + requester(pid, sandbox)
+                + " failed: chunk " + p.index + ": " + cause.getMessage(), cause, sbStats);
         }
     }
 
-    private FuseErrnoException failed(int errno, String message, Throwable cause) {
+    private FuseErrnoException failed(int errno, String message, Throwable cause, LayerStatsCollector sbStats) {
         stats.failedRead();
+        if (sbStats != null) {
+            sbStats.failedRead();
+        }
         LOG.warn("{} (errno {})", message, errno);
         return new FuseErrnoException(errno, message, cause);
     }
 
-    private static String requester() {
-        OptionalInt pid = ReadContext.requestingPid();
-        return pid.isPresent() ? " for pid " + pid.getAsInt() : "";
+    private static String requester(int pid, SandboxStatsCollector sandbox) {
+        if (pid <= 0) {
+            return "";
+        }
+        return " for pid " + pid + (sandbox == null ? "" : " of sandbox " + sandbox.sandboxId());
     }
 
-    private void readAhead(long offset, long end, int lastIndex) {
+    private void readAhead(long offset, long end, int lastIndex, LayerStatsCollector sbStats) {
         int k = config.readAheadChunks();
         if (k == 0) {
             return;
@@ -252,7 +292,7 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
         }
         for (int index = from; index <= to && !closed; index++) {
             String hex = manifest.chunks().get(index);
-            CompletableFuture<Void> f = fetcher.prefetch(manifest.digest(), hex, stats);
+            CompletableFuture<Void> f = fetcher.prefetch(manifest.digest(), hex, stats, sbStats);
             if (!f.isDone()) {
                 readAheads.add(f);
                 f.whenComplete((v, e) -> readAheads.remove(f));

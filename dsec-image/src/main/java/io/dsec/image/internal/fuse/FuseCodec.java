@@ -57,6 +57,11 @@ final class FuseCodec {
         return in.getLong(16);
     }
 
+    /** The requesting thread's id in the mounter's pid namespace; 0 when the kernel does not know one. */
+    static int pid(ByteBuffer in) {
+        return in.getInt(32);
+    }
+
     /** The NUL-terminated name that follows the header of LOOKUP (ASCII; served names are [a-z0-9._-]+). */
     static String name(ByteBuffer in, int offset, int end) {
         int stop = offset;

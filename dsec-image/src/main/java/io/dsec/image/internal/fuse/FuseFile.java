@@ -15,4 +15,12 @@ public interface FuseFile {
      * @throws FuseErrnoException with the errno to answer (EIO for data that cannot be fetched or verified)
      */
     void read(long offset, ByteBuffer into) throws FuseErrnoException;
+
+    /**
+     * {@link #read(long, ByteBuffer)} on behalf of the thread {@code pid} (from the FUSE request header, in the pid
+     * namespace of the mount; 0 when unknown), for files that account reads to their requesters. The default ignores it.
+     */
+    default void read(long offset, ByteBuffer into, int pid) throws FuseErrnoException {
+        read(offset, into);
+    }
 }

@@ -233,7 +233,7 @@ final class FuseFilesystem {
         data.clear().limit(length);
         if (length > 0) {
             try {
-                node.file.read(offset, data);
+                node.file.read(offset, data, pid(in));
             } catch (FuseErrnoException e) {
                 errors.increment();
                 LOG.debug("read of {} at {} ({} bytes) failed with errno {}", node.name, offset, length, e.errno(), e);

@@ -20,6 +20,7 @@ import io.dsec.image.FetchStats;
 import io.dsec.image.LayerManifest;
 import io.dsec.image.LoadMode;
 import io.dsec.image.OnDemandImages;
+import io.dsec.image.SandboxFetchStats;
 import io.dsec.image.internal.OnDemandLayerStore;
 import io.dsec.internal.agent.AgentConnection;
 import io.dsec.internal.agent.AgentIo;
@@ -93,6 +94,42 @@ class OnDemandSandboxIT {
                 String sum = sb.exec("md5sum", "/big.bin").stdoutText().split(" ")[0];
                 assertThat(sum).isEqualTo(md5(baseTree.resolve("big.bin")));
                 assertThat(images.stats(base).orElseThrow().fetchedFraction()).isGreaterThan(0.5);
+            }
+        }
+    }
+
+    @Test
+    void fetchesAreCountedForTheSandboxWhoseReadsNeededThem() throws Exception {
+        OnDemandImages images = images().build();
+        long bigBytes = Files.size(baseTree.resolve("big.bin"));
+        try (SandboxHost host = host("host-a", images)) {
+            Layer base = host.layers().fromDirectory(LayerKind.BASE, "busybox-big:1", baseTree);
+            // B alone reads first: what its cat needs (busybox, small.txt) is fetched on its behalf.
+            try (Sandbox b = host.create(SandboxSpec.of(Image.of(base)).memory("64m"))) {
+                assertThat(b.exec("cat", "/small.txt").stdoutText()).isEqualTo("small and read\n");
+                SandboxFetchStats before = images.stats(b).orElseThrow();
+                assertThat(before.sandboxId()).isEqualTo(b.id());
+                assertThat(before.reads()).isPositive();
+                assertThat(before.bytesFetched()).isPositive();
+                assertThat(before.chunkMisses()).isPositive();
+                assertThat(before.layers()).isEqualTo(1);
+                assertThat(before.imageBytes()).isEqualTo(base.sizeBytes());
+
+                // Then A reads the 24 MiB nobody has read: fetched on A's behalf, none of it on B's.
+                try (Sandbox a = host.create(SandboxSpec.of(Image.of(base)).memory("64m"))) {
+                    String sum = a.exec("md5sum", "/big.bin").stdoutText().split(" ")[0];
+                    assertThat(sum).isEqualTo(md5(baseTree.resolve("big.bin")));
+                    SandboxFetchStats sa = images.stats(a).orElseThrow();
+                    SandboxFetchStats sb = images.stats(b).orElseThrow();
+                    assertThat(sa.bytesRead()).as("%s", sa).isGreaterThanOrEqualTo(bigBytes);
+                    assertThat(sa.bytesFetched()).as("%s", sa).isGreaterThanOrEqualTo(bigBytes * 2 / 3);
+                    assertThat(sa.bytesFetched()).as("A %s, B %s", sa, sb).isGreaterThan(4 * sb.bytesFetched());
+                    assertThat(sb.bytesFetched()).as("B read nothing meanwhile").isEqualTo(before.bytesFetched());
+                    assertThat(sa.failedReads()).isZero();
+                    FetchStats layer = images.stats(base).orElseThrow();
+                    assertThat(layer.bytesFetched()).as("the layer counts every fetch")
+                        .isGreaterThanOrEqualTo(sa.bytesFetched() + sb.bytesFetched());
+                }
             }
         }
     }
