@@ -25,10 +25,11 @@ public final class Main {
                 case "exec-roundtrip" -> ExecRoundTripBenchmark.run(results, quick);
                 case "create-latency" -> CreateLatencyBenchmark.run(results, quick ? 1 : 3);
                 case "idle-memory" -> IdleMemoryBenchmark.run(results, quick ? 20 : 100, quick ? 5 : 20);
-                case "ondemand" -> OnDemandBenchmark.run(results, quick ? List.of(16) : List.of(64, 256),
-                    quick ? List.of(512 << 10) : List.of(256 << 10, 512 << 10, 1 << 20));
+                case "ondemand", "ondemand-fetch", "ondemand-burst", "ondemand-prefetch" -> OnDemandBenchmark.run(results,
+                    name.equals("ondemand") ? java.util.Set.of("fetch", "burst", "prefetch") : java.util.Set.of(name.substring("ondemand-".length())),
+                    quick ? List.of(16) : List.of(64, 256), quick ? List.of(512 << 10) : List.of(256 << 10, 512 << 10, 1 << 20));
                 default -> throw new IllegalArgumentException("unknown benchmark " + name
-                    + ": choose exec-roundtrip, create-latency, idle-memory or ondemand");
+                    + ": choose exec-roundtrip, create-latency, idle-memory, ondemand (or one part: ondemand-fetch, ondemand-burst, ondemand-prefetch)");
             }
         }
     }

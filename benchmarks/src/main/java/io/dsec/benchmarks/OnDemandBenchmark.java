@@ -44,20 +44,29 @@ final class OnDemandBenchmark {
         "build-essential", "git", "nodejs", "curl", "procps", "less", "vim-tiny");
     static final String SUITE = "cd /repo && python3 -m test test_json test_textwrap test_string test_collections test_functools "
         + "test_difflib test_pprint test_argparse test_enum test_dataclasses test_shlex test_glob";
+    /** Read-ahead settings compared, in chunks. */
+    private static final List<Integer> READ_AHEAD = List.of(0, 4);
     private static final String FIRST_EXEC = "python3 -c 'import json, unittest, argparse; print(1)'";
 
     private OnDemandBenchmark() {
     }
 
-    static void run(Path results, List<Integer> burstSizes, List<Integer> chunkSizes) throws Exception {
+    /** Runs the parts named ({@code fetch}, {@code burst}, {@code prefetch}). */
+    static void run(Path results, Set<String> parts, List<Integer> burstSizes, List<Integer> chunkSizes) throws Exception {
         Path cache = Path.of(System.getenv().getOrDefault("DSEC_DEMO_CACHE", "/var/cache/dsec"));
         Path rootfs = DebianRootfs.ensure(cache.resolve("rootfs"), "bookworm", PACKAGES, "http://deb.debian.org/debian");
         Path workspaceTree = CpythonTests.ensure(cache);
         Path dir = Files.createTempDirectory(Path.of("/tmp"), "dsec-bench-");
         try {
-            fetchFraction(results, dir, rootfs, workspaceTree, chunkSizes);
-            burst(results, dir, rootfs, burstSizes);
-            prefetch(results, dir, rootfs);
+            if (parts.contains("fetch")) {
+                fetchFraction(results, dir, rootfs, workspaceTree, chunkSizes);
+            }
+            if (parts.contains("burst")) {
+                burst(results, dir, rootfs, burstSizes);
+            }
+            if (parts.contains("prefetch")) {
+                prefetch(results, dir, rootfs);
+            }
         } finally {
             TestHost.lastResortCleanup(dir);
         }
@@ -89,14 +98,20 @@ final class OnDemandBenchmark {
         out.put("kernel_read_pct", 100.0 * kernelRead / imageBytes);
         System.out.printf("kernel read %.1f MiB of %.1f MiB (%.2f%%)%n", kernelRead / 1048576.0, imageBytes / 1048576.0, 100.0 * kernelRead / imageBytes);
         for (int chunkSize : chunkSizes) {
-            String tag = "_" + (chunkSize >> 10) + "k";
-            Path store = Files.createDirectories(dir.resolve("store-fetch" + tag));
-            try (SandboxHost pusher = Sandboxes.builder().stateDir(dir.resolve("pusher" + tag))
-                .layerStore(OnDemandImages.from(BlobStores.directory(store)).chunkSize(chunkSize).recordWindow(Duration.ZERO).build()).build()) {
+          for (int readAhead : READ_AHEAD) {
+            String tag = "_" + (chunkSize >> 10) + "k_ra" + readAhead;
+            Path store = dir.resolve("store-fetch_" + (chunkSize >> 10) + "k");
+            if (!Files.exists(store)) {
+              Files.createDirectories(store);
+              try (SandboxHost pusher = Sandboxes.builder().stateDir(dir.resolve("pusher" + tag))
+                .layerStore(OnDemandImages.from(BlobStores.directory(store)).chunkSize(chunkSize).recordWindow(Duration.ZERO).build())
+                  .build()) {
                 pusher.layers().fromDirectory(LayerKind.BASE, "agent-base:bookworm", rootfs);
                 pusher.layers().fromDirectory(LayerKind.WORKSPACE, "cpython-tests:3.11", workspaceTree);
+              }
             }
-            OnDemandImages images = OnDemandImages.from(BlobStores.directory(store)).recordWindow(Duration.ZERO).prefetch(false).build();
+            OnDemandImages images = OnDemandImages.from(BlobStores.directory(store)).recordWindow(Duration.ZERO).prefetch(false)
+                .readAheadChunks(readAhead).build();
             HostIo.dropCaches();
             try (SandboxHost host = Sandboxes.builder().stateDir(dir.resolve("ondemand" + tag)).layerStore(images).build()) {
                 Layer base = host.layers().find(LayerKind.BASE, "agent-base:bookworm").orElseThrow();
@@ -118,6 +133,7 @@ final class OnDemandBenchmark {
                     out.put("fetch_p99_us" + tag, stats.fetchLatencyP99Micros());
                 }
             }
+          }
         }
         out.write(results);
     }

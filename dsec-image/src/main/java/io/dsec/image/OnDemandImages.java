@@ -125,7 +125,9 @@ public final class OnDemandImages implements LayerStore.Factory {
         private int chunkSize = Chunker.DEFAULT_CHUNK_SIZE;
         private int fetchConcurrency = 16;
         private Duration fetchTimeout = Duration.ofSeconds(30);
-        private int readAheadChunks = 4;
+        // The kernel's own read-ahead through FUSE (1 MiB requests, their chunks fetched in parallel) already covers
+        // sequential reads; chunks fetched ahead of that raised what a task fetched by a third (ondemand_fetch.json).
+        private int readAheadChunks = 0;
         private LoadMode mode = LoadMode.ON_DEMAND;
         private Duration recordWindow = Duration.ofSeconds(30);
         private boolean prefetch = true;
@@ -147,7 +149,7 @@ public final class OnDemandImages implements LayerStore.Factory {
             return this;
         }
 
-        /** Bytes per chunk for layers pushed from this host: a power of two from 64 KiB to 2 MiB. Default 512 KiB. */
+        /** Bytes per chunk for layers pushed from this host: a power of two from 64 KiB to 2 MiB. Default 256 KiB. */
         public Builder chunkSize(int bytes) {
             if (bytes < Chunker.MIN_CHUNK_SIZE || bytes > Chunker.MAX_CHUNK_SIZE || Integer.bitCount(bytes) != 1) {
                 throw new InvalidSpecException("chunkSize", bytes, "give a power of two from 65536 (64 KiB) to 2097152 (2 MiB)");

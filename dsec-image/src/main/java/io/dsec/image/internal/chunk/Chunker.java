@@ -22,15 +22,14 @@ import java.util.List;
  */
 public final class Chunker {
     /**
-     * 512 KiB, provisional until the lead's benchmark of 256 KiB / 512 KiB / 1 MiB on real layers and FUSE reads.
-     * A cold read through FUSE fetches a whole chunk, so smaller chunks waste less transfer on scattered 4 KiB EROFS
-     * reads and dedup better across layer versions; larger chunks cost fewer requests and blobs (a 2 GiB image is 4096
-     * chunks at 512 KiB, a manifest of ~270 KB). Measured on the 2-core dev host, 128 MiB random image, second run:
-     * cutting takes ~250-280 ms at every size (sha256-bound); pushing with 8 in flight takes 181/206/253 ms to a
-     * directory and 2204/1396/1231 ms to in-process s3proxy at 256 KiB/512 KiB/1 MiB. Per-request cost dominates below
-     * 512 KiB, and 1 MiB gains little more on push while doubling the bytes a cold 4 KiB read pulls in.
+     * 256 KiB, chosen by benchmarks/results/ondemand_fetch.json: on a 712 MiB Debian agent image running part of CPython's
+     * test suite, the kernel read 64.8 MiB of the image from a local file; through FUSE, with no read-ahead of our own,
+     * 256 KiB chunks fetched 53.5 MiB (0.83x of the kernel's reads), 512 KiB 73.5 MiB (1.13x) and 1 MiB 97.0 MiB (1.50x),
+     * with the suite as fast in each case. A cold read fetches a whole chunk, so smaller chunks waste less transfer on
+     * scattered EROFS reads; the cost is more requests when pushing (128 MiB to in-process s3proxy: 2.2 s at 256 KiB
+     * against 1.4 s at 512 KiB), paid once per layer.
      */
-    public static final int DEFAULT_CHUNK_SIZE = 512 * 1024;
+    public static final int DEFAULT_CHUNK_SIZE = 256 * 1024;
     public static final int MIN_CHUNK_SIZE = LayerManifest.MIN_CHUNK_SIZE;
     public static final int MAX_CHUNK_SIZE = LayerManifest.MAX_CHUNK_SIZE;
 
