@@ -25,9 +25,9 @@ import org.slf4j.LoggerFactory;
  * One layer image served to FUSE from its chunks: cache hits are read from the {@link ChunkCache}, misses are fetched
  * (all chunks a read spans at once) through the {@link ChunkFetcher} and copied from the verified bytes.
  *
- * <p>Read-ahead: a read that starts where the previous read of this reader ended is sequential, and then the next
- * {@code readAheadChunks} chunks after it are prefetched in the background (each chunk is requested once per
- * sequential run). A read waits at most {@code readTimeout} for its chunks and then fails with ETIMEDOUT; data that
+ * <p>Read-ahead: a read that starts where the previous read of this reader ended is sequential; once a sequential run
+ * has covered two chunks, the next {@code readAheadChunks} chunks after each read are prefetched in the background
+ * (each chunk is requested once per sequential run). A read waits at most {@code readTimeout} for its chunks and then fails with ETIMEDOUT; data that
  * cannot be fetched or verified fails it with EIO.
  *
  * <p>Reads through {@link #read(long, ByteBuffer, int)} are counted for the sandbox the requesting pid runs in, as
@@ -65,6 +65,7 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
     private final LayerStatsCollector stats;
     private final SandboxAttribution sandboxes;
     private final AtomicLong lastEnd = new AtomicLong(-1);
+    private final AtomicLong runStart = new AtomicLong(0);
     private final AtomicInteger readAheadUpTo = new AtomicInteger(-1);
     private final Set<CompletableFuture<Void>> readAheads = ConcurrentHashMap.newKeySet();
     private final Set<Prefetcher> prefetchers = ConcurrentHashMap.newKeySet();
@@ -279,6 +280,12 @@ public final class OnDemandLayerReader implements FuseFile, AutoCloseable {
         long previousEnd = lastEnd.getAndSet(end);
         if (offset != previousEnd) {
             readAheadUpTo.set(lastIndex); // a new run: read-ahead starts again after it
+            runStart.set(offset);
+            return;
+        }
+        // Only a run that has streamed two chunks' worth is a sequential reader worth reading ahead for: EROFS metadata
+        // and small files also produce adjacent reads, and fetching ahead of those only inflates what a task fetches.
+        if (end - runStart.get() < 2L * manifest.chunkSize()) {
             return;
         }
         int to = Math.min(lastIndex + k, manifest.chunkCount() - 1);

@@ -226,27 +226,30 @@ class OnDemandLayerReaderTest {
         read(r, 0, 512); // first read: no run yet
         r.readAheadIdle().get();
         assertThat(store.gets.get()).isEqualTo(1);
-        read(r, 512, 512); // sequential, ends in chunk 0: prefetch chunks 1..4
+        read(r, 512, 512); // sequential, but the run has covered only one chunk: adjacent small reads fetch nothing ahead
         r.readAheadIdle().get();
-        for (int i = 1; i <= 4; i++) {
+        assertThat(store.getsOf(layer.key(1))).isZero();
+        read(r, 1024, 1024); // the run now covers two chunks: a streaming reader, so chunks 2..5 are prefetched
+        r.readAheadIdle().get();
+        for (int i = 2; i <= 5; i++) {
             assertThat(store.getsOf(layer.key(i))).as("chunk %d", i).isEqualTo(1);
         }
-        assertThat(store.getsOf(layer.key(5))).isZero();
-        assertThat(read(r, 1024, 1024)).isEqualTo(layer.chunk(1)); // hit, and extends read-ahead to chunk 5
-        r.readAheadIdle().get();
-        assertThat(store.getsOf(layer.key(5))).isEqualTo(1);
         assertThat(store.getsOf(layer.key(6))).isZero();
-        read(r, 1536, 512); // not sequential (overlaps): no more read-ahead
+        assertThat(read(r, 2048, 1024)).isEqualTo(layer.chunk(2)); // hit, and extends read-ahead to chunk 6
         r.readAheadIdle().get();
-        assertThat(store.getsOf(layer.key(6))).isZero();
+        assertThat(store.getsOf(layer.key(6))).isEqualTo(1);
+        assertThat(store.getsOf(layer.key(7))).isZero();
+        read(r, 2560, 512); // not sequential (overlaps): no more read-ahead
+        r.readAheadIdle().get();
+        assertThat(store.getsOf(layer.key(7))).isZero();
         read(r, 10 * 1024, 100); // a random read: no read-ahead
         r.readAheadIdle().get();
         assertThat(store.getsOf(layer.key(11))).isZero();
 
         LayerFetchStats s = r.stats();
         assertThat(s.prefetchedChunks()).isEqualTo(5);
-        assertThat(s.fetches()).isEqualTo(7); // chunks 0..5 and 10
-        assertThat(s.chunkMisses()).isEqualTo(2); // chunks 0 and 10
+        assertThat(s.fetches()).isEqualTo(8); // chunks 0..6 and 10
+        assertThat(s.chunkMisses()).isEqualTo(3); // chunks 0, 1 and 10
         assertThat(s.chunkHits()).isEqualTo(3);
     }
 
