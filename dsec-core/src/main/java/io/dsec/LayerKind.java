@@ -7,5 +7,10 @@ public enum LayerKind {
     /** Task code and its dependencies, laid over the base. */
     WORKSPACE,
     /** Tools the harness brings; mounted read-only at its own path, never merged into the writable root. */
-    TOOLKIT
+    TOOLKIT,
+    /**
+     * What a sandbox changed, captured by a snapshot (pack_diff): overlay whiteouts and opaque directories kept, laid
+     * over the workspace (and earlier diffs) of the sandboxes branched from it.
+     */
+    DIFF
 }

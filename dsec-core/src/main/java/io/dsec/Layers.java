@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Builds and finds layers on a host. Building is deterministic: the same tree gives the same digest, and a
- * layer that exists already is not built again.
+ * Builds and finds layers on a host. Building is deterministic: the same tree (contents, owners, modes, xattrs and
+ * mtimes, which layers keep) gives the same digest, and a layer that exists already is not built again.
  */
 public interface Layers {
     /**
@@ -17,7 +17,10 @@ public interface Layers {
      */
     Layer fromDirectory(LayerKind kind, String reference, Path directory);
 
-    /** Builds a layer from a tar stream (plain, not compressed). The stream is read to its end, not closed. */
+    /**
+     * Builds a layer from a tar stream (plain, not compressed). The stream is read to its end, not closed. A tar keeps
+     * mtimes in whole seconds, so it gives the digest of its directory when that directory's mtimes are whole seconds.
+     */
     Layer fromTar(LayerKind kind, String reference, InputStream tar);
 
     /** A layer this host has, by digest ({@code sha256:...}). */

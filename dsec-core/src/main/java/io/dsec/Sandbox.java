@@ -30,6 +30,17 @@ public interface Sandbox extends AutoCloseable {
 
     SandboxFiles files();
 
+    /**
+     * Captures what this sandbox changed as a new diff layer in the host's store, freezing it only as long as consistency
+     * needs; it then goes on running. Branch the result with {@link Snapshot#branch(int)}.
+     */
+    default Snapshot snapshot() {
+        return snapshot(SnapshotMode.FILESYSTEM, java.util.Map.of());
+    }
+
+    /** A snapshot of the given mode, with the caller's labels. */
+    Snapshot snapshot(SnapshotMode mode, java.util.Map<String, String> labels);
+
     /** Kills every process, unmounts the root, removes the cgroup and the private upper. Idempotent. */
     @Override
     void close();

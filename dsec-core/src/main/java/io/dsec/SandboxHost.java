@@ -2,6 +2,7 @@ package io.dsec;
 
 import java.nio.file.Path;
 import java.util.Collection;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
@@ -17,6 +18,18 @@ public interface SandboxHost extends AutoCloseable {
 
     /** Creates a sandbox on the host's executor; many may be created at once. */
     CompletableFuture<Sandbox> createAsync(SandboxSpec spec);
+
+    /** Creates {@code n} sandboxes restored from a snapshot: its diff chain over its image, each with its own empty upper. */
+    List<Sandbox> branch(Snapshot snapshot, int n);
+
+    /** Branches a snapshot by id, also one another host made in the same store. */
+    default List<Sandbox> branch(String snapshotId, int n) {
+        return branch(snapshots().get(snapshotId).orElseThrow(() -> new SnapshotException("no snapshot " + snapshotId
+            + " in this host's layer store: check the id, and that this host uses the store the snapshot was taken into")), n);
+    }
+
+    /** The snapshots in this host's layer store. */
+    Snapshots snapshots();
 
     /** The sandboxes this host has open. */
     Collection<Sandbox> sandboxes();

@@ -41,6 +41,7 @@ public final class Sandboxes {
         private ExecutorService executor;
         private Duration agentStartTimeout = Duration.ofSeconds(30);
         private LayerStore.Factory layerStore = LocalLayerStore::new;
+        private int snapshotSquashDepth;
 
         private Builder() {
         }
@@ -102,9 +103,23 @@ public final class Sandboxes {
             return this;
         }
 
+        /**
+         * The longest chain of diffs a snapshot keeps (a snapshot of a branch of a snapshot of ...): a snapshot whose
+         * chain would be longer squashes it into one diff, so mounts and lookups stay fast. 1 to 64; by default the
+         * snapshot engine's (8).
+         */
+        public Builder snapshotSquashDepth(int depth) {
+            if (depth < 1 || depth > 64) {
+                throw new InvalidSpecException("snapshotSquashDepth", depth, "give 1 to 64 (diffs in a chain before it is squashed into one)");
+            }
+            this.snapshotSquashDepth = depth;
+            return this;
+        }
+
         /** Opens the host: checks root, tools and kernel features, and picks the runtime. */
         public SandboxHost build() {
-            return ContainerSandboxHost.open(new HostConfig(stateDir, runtime, toolkitPath, executor, agentStartTimeout, layerStore));
+            return ContainerSandboxHost.open(new HostConfig(stateDir, runtime, toolkitPath, executor, agentStartTimeout, layerStore,
+                snapshotSquashDepth));
         }
     }
 }

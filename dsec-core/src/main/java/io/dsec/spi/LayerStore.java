@@ -72,6 +72,49 @@ public interface LayerStore extends AutoCloseable {
     Path mountSource(Layer layer);
 
     /**
+     * Stores a small document (a snapshot record, for one) under {@code key}, replacing what was there, atomically:
+     * readers see the old bytes or the new ones, never part of them. Keys are 1-512 characters of {@code [a-z0-9._/-]},
+     * not starting with '/', without "..": {@code snapshots/<id>.json}. Documents live beside the layers, so every host
+     * using the same store sees them.
+     *
+     * @throws io.dsec.DsecException when the store cannot keep documents or the write fails
+     */
+    default void putDocument(String key, byte[] content) {
+        throw new io.dsec.DsecException("the layer store " + getClass().getName() + " cannot keep documents (snapshot records)");
+    }
+
+    /** The document under {@code key}, or empty when there is none. */
+    default Optional<byte[]> getDocument(String key) {
+        return Optional.empty();
+    }
+
+    /** The keys of the documents that start with {@code prefix}, sorted. */
+    default List<String> listDocuments(String prefix) {
+        return List.of();
+    }
+
+    /** Removes a document; nothing happens when it is absent. */
+    default void deleteDocument(String key) {
+    }
+
+    /**
+     * Removes the reference {@code kind/name:version} (not the bytes: a garbage collector removes blobs no reference or
+     * snapshot record names). Nothing happens when it is absent.
+     */
+    default void deleteReference(LayerKind kind, String name, String version) {
+    }
+
+    /** Checks a document key: 1-512 characters of {@code [a-z0-9._/-]}, not starting with '/', without "..". */
+    static String checkDocumentKey(String key) {
+        if (key == null || key.isEmpty() || key.length() > 512 || !key.matches("[a-z0-9._/-]+") || key.startsWith("/")
+            || key.contains("..") || key.endsWith("/")) {
+            throw new io.dsec.InvalidSpecException("document key", key,
+                "use 1-512 characters of a-z, 0-9, '.', '_', '/' or '-', not starting or ending with '/', without '..'");
+        }
+        return key;
+    }
+
+    /**
      * Called by the host's layer mounts when the kernel no longer mounts {@code layer}: an on-demand store may stop
      * serving it. The local store has nothing to do.
      */

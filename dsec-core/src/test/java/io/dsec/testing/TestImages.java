@@ -79,7 +79,7 @@ public final class TestImages {
                 chownTree(dir, 0, 0);
                 owner(dir.resolve("home/agent"), 1000, 1000);
             }
-            return dir;
+            return fixMtimes(dir);
         } catch (IOException e) {
             throw new UncheckedIOException("could not build a busybox rootfs in " + dir, e);
         }
@@ -102,9 +102,27 @@ public final class TestImages {
                 owner(dir, 0, 0);
                 chownTree(dir.resolve("repo"), 1000, 1000);
             }
-            return dir;
+            return fixMtimes(dir);
         } catch (IOException e) {
             throw new UncheckedIOException("could not build a workspace tree in " + dir, e);
+        }
+    }
+
+    /** Every path under {@code dir} (links themselves, not their targets) gets one fixed mtime, so trees build the same layer. */
+    static Path fixMtimes(Path dir) {
+        try {
+            Process p = new ProcessBuilder("find", dir.toString(), "-exec", "touch", "-h", "-d", "@946684800", "{}", "+")
+                .redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (p.waitFor() != 0) {
+                throw new IOException("touch failed: " + out);
+            }
+            return dir;
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not fix the mtimes under " + dir, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
         }
     }
 

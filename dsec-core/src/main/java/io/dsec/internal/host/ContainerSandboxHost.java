@@ -9,6 +9,12 @@ import io.dsec.SandboxClosedException;
 import io.dsec.SandboxHost;
 import io.dsec.SandboxLaunchException;
 import io.dsec.SandboxSpec;
+import io.dsec.Snapshot;
+import io.dsec.SnapshotException;
+import io.dsec.SnapshotMode;
+import io.dsec.Snapshots;
+import io.dsec.InvalidSpecException;
+import io.dsec.spi.SnapshotEngine;
 import io.dsec.internal.agent.AgentConnection;
 import io.dsec.internal.agent.AgentIo;
 import io.dsec.internal.layer.ErofsImageBuilder;
@@ -31,7 +37,9 @@ import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -60,6 +68,9 @@ public final class ContainerSandboxHost implements SandboxHost {
     private final OciConfigFactory ociConfigs;
     private final LayerStore store;
     private final Layers layers;
+    private final ErofsImageBuilder erofs = new ErofsImageBuilder();
+    private final Object engineLock = new Object();
+    private volatile SnapshotEngine.Bound snapshotEngine;
     private final LayerMounts mounts;
     private final AgentIo agentIo;
     private final ExecutorService executor;
@@ -88,7 +99,7 @@ public final class ContainerSandboxHost implements SandboxHost {
         this.ociConfigs = new OciConfigFactory(Posix.hardLimit(Posix.RLIMIT_NOFILE), Posix.hardLimit(Posix.RLIMIT_NPROC));
         this.store = config.layerStore().open(state);
         undo.add(store::close);
-        this.layers = new LayersImpl(store, new ErofsImageBuilder());
+        this.layers = new LayersImpl(store, erofs);
         this.mounts = new LayerMounts(store, state);
         undo.add(mounts::close);
         if (config.executor() != null) {
@@ -169,7 +180,8 @@ public final class ContainerSandboxHost implements SandboxHost {
             runtime.runDetached(agentBinary, socket, bundle, id, log);
             AgentConnection connection = AgentConnection.connect(agentIo, socket, config.agentStartTimeout());
             rollback.add(connection::close);
-            ContainerSandbox sandbox = new ContainerSandbox(id, spec, dir, connection, rollback, this::forget, log);
+            ContainerSandbox sandbox = new ContainerSandbox(id, spec, dir, connection, rollback, this::forget, log,
+                cgroups.cgroupDirs(plan.cgroupsPath()), this::takeSnapshot);
             sandboxes.put(id, sandbox);
             if (closed.get()) {
                 sandbox.close();
@@ -197,6 +209,108 @@ public final class ContainerSandboxHost implements SandboxHost {
     public CompletableFuture<Sandbox> createAsync(SandboxSpec spec) {
         ensureOpen();
         return CompletableFuture.supplyAsync(() -> create(spec), executor);
+    }
+
+    @Override
+    public List<Sandbox> branch(Snapshot snapshot, int n) {
+        ensureOpen();
+        if (n <= 0) {
+            throw new InvalidSpecException("n", n, "give the number of branches to create, 1 or more");
+        }
+        if (snapshot == null) {
+            throw new InvalidSpecException("snapshot", null, "give a Snapshot from sandbox.snapshot() or host.snapshots().get(id)");
+        }
+        return engine().branch(snapshot, n);
+    }
+
+    @Override
+    public Snapshots snapshots() {
+        ensureOpen();
+        return engine().snapshots();
+    }
+
+    private Snapshot takeSnapshot(ContainerSandbox sandbox, SnapshotMode mode, Map<String, String> labels) {
+        ensureOpen();
+        return engine().snapshot(sandbox, mode, labels);
+    }
+
+    /** The snapshot engine found on the classpath, bound to this host on first use. */
+    private SnapshotEngine.Bound engine() {
+        SnapshotEngine.Bound bound = snapshotEngine;
+        if (bound != null) {
+            return bound;
+        }
+        synchronized (engineLock) {
+            if (snapshotEngine == null) {
+                SnapshotEngine engine = ServiceLoader.load(SnapshotEngine.class, ContainerSandboxHost.class.getClassLoader())
+                    .findFirst().orElseThrow(() -> new SnapshotException("no snapshot engine on the classpath: snapshots and "
+                        + "branches need the dsec-snapshot module; add io.dsec:dsec-snapshot to the classpath"));
+                SnapshotEngine.Bound opened = engine.open(new EngineHost());
+                lifetime.add(opened::close);
+                snapshotEngine = opened;
+            }
+            return snapshotEngine;
+        }
+    }
+
+    /** What the snapshot engine sees of this host. */
+    private final class EngineHost implements SnapshotEngine.Host {
+        @Override
+        public LayerStore store() {
+            return store;
+        }
+
+        @Override
+        public Path stateDir() {
+            return config.stateDir();
+        }
+
+        @Override
+        public LayerStore.BuiltImage buildDiffImage(Path directory, boolean keepHoles) {
+            return keepHoles ? erofs.diffFromDirectory(directory, store.stagingDirectory())
+                : erofs.fromDirectory(directory, store.stagingDirectory());
+        }
+
+        @Override
+        public SnapshotEngine.MountedLayerHandle mount(Layer layer) {
+            MountedLayer mounted = mounts.acquire(layer);
+            return new SnapshotEngine.MountedLayerHandle() {
+                @Override
+                public Path path() {
+                    return mounted.path();
+                }
+
+                @Override
+                public void close() {
+                    mounted.close();
+                }
+            };
+        }
+
+        @Override
+        public Sandbox create(SandboxSpec spec) {
+            return ContainerSandboxHost.this.create(spec);
+        }
+
+        @Override
+        public Collection<Sandbox> sandboxes() {
+            return ContainerSandboxHost.this.sandboxes();
+        }
+
+        @Override
+        public String toolkitPath() {
+            return config.toolkitPath();
+        }
+
+        @Override
+        public int squashDepth() {
+            return config.snapshotSquashDepth();
+        }
+
+        @Override
+        public SandboxHost publicHost() {
+            return ContainerSandboxHost.this;
+        }
     }
 
     @Override

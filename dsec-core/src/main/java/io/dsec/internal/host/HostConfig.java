@@ -9,9 +9,16 @@ import java.util.concurrent.ExecutorService;
 /**
  * A host's settings as the builder checked them.
  *
- * @param executor   null for the host's own
- * @param layerStore opens the host's layer store on its state directory
+ * @param executor            null for the host's own
+ * @param layerStore          opens the host's layer store on its state directory
+ * @param snapshotSquashDepth the longest diff chain a snapshot keeps before it is squashed into one diff; 0 for the
+ *                            snapshot engine's default
  */
 public record HostConfig(Path stateDir, OciRuntime runtime, String toolkitPath, ExecutorService executor, Duration agentStartTimeout,
-                         LayerStore.Factory layerStore) {
+                         LayerStore.Factory layerStore, int snapshotSquashDepth) {
+
+    public HostConfig(Path stateDir, OciRuntime runtime, String toolkitPath, ExecutorService executor, Duration agentStartTimeout,
+                      LayerStore.Factory layerStore) {
+        this(stateDir, runtime, toolkitPath, executor, agentStartTimeout, layerStore, 0);
+    }
 }

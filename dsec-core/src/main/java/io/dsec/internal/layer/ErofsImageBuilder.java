@@ -47,6 +47,8 @@ public final class ErofsImageBuilder {
     public static final long ALIGNMENT = 2L << 20;
     /** The uuid of every image: a random one would make the bytes differ. */
     public static final String FIXED_UUID = "d5ec0000-0000-4000-8000-000000000001";
+    /** The build time written into every image: 2100-01-01, later than any file's mtime, so no mtime is clamped. */
+    static final String SOURCE_DATE_EPOCH = "4102444800";
     private static final List<String> SEARCH_PATH = List.of("/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/sbin", "/usr/local/bin");
     private static final String INSTALL_HINT = "mkfs.erofs not found: apt-get install erofs-utils";
 
@@ -72,6 +74,20 @@ public final class ErofsImageBuilder {
      * a {@link io.dsec.spi.LayerStore} (which renames it into place) or deletes it.
      */
     public BuiltImage fromDirectory(Path directory, Path stagingDir) {
+        return build(directory, stagingDir, false);
+    }
+
+    /**
+     * Builds a snapshot diff image of {@code directory}: as {@link #fromDirectory}, and files are stored in 4 KiB chunks
+     * so that the holes of sparse files stay holes (mkfs.erofs 1.5 stores null chunks for them). Xattrs
+     * ({@code trusted.overlay.*} too), character-device whiteouts, fifos, owners, modes, mtimes and hardlinks are kept
+     * as they are (checked with erofs-utils 1.5).
+     */
+    public BuiltImage diffFromDirectory(Path directory, Path stagingDir) {
+        return build(directory, stagingDir, true);
+    }
+
+    private BuiltImage build(Path directory, Path stagingDir, boolean chunked) {
         if (directory == null || !Files.isDirectory(directory)) {
             throw new InvalidSpecException("directory", directory,
                 directory != null && Files.exists(directory) ? "not a directory: give the root of the tree to build the layer from"
@@ -87,7 +103,7 @@ public final class ErofsImageBuilder {
         Path image = createTemp(stagingDir, ".erofs.tmp");
         boolean ok = false;
         try {
-            runMkfs(image, root);
+            runMkfs(image, root, chunked);
             BuiltImage built = padAndDigest(image);
             ok = true;
             return built;
@@ -121,9 +137,14 @@ public final class ErofsImageBuilder {
         }
     }
 
-    private void runMkfs(Path image, Path directory) {
-        List<String> command = List.of(mkfs.toString(), "--quiet", "-T0", "-U" + FIXED_UUID, image.toString(), directory.toString());
-        Result result = run(command, null, image.getParent());
+    private void runMkfs(Path image, Path directory, boolean chunked) {
+        // Reproducible without erasing mtimes: SOURCE_DATE_EPOCH fixes the image's own build time and only clamps file
+        // times later than it. (-T would set every file's mtime, and then Python finds every .pyc stale against its .py
+        // and every sandbox recompiles them into its upper.) The same tree, mtimes included, gives the same bytes.
+        List<String> command = chunked
+            ? List.of(mkfs.toString(), "--quiet", "--chunksize=4096", "-U" + FIXED_UUID, image.toString(), directory.toString())
+            : List.of(mkfs.toString(), "--quiet", "-U" + FIXED_UUID, image.toString(), directory.toString());
+        Result result = run(command, null, image.getParent(), java.util.Map.of("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH));
         if (result.exitCode != 0) {
             throw new LayerBuildException("mkfs.erofs failed (exit " + result.exitCode + ") building " + directory + ": "
                 + result.stderr.strip());
@@ -148,11 +169,16 @@ public final class ErofsImageBuilder {
 
     /** Runs a command, feeding {@code stdin} (to its end, without closing it) and keeping stderr in a scratch file. */
     private static Result run(List<String> command, InputStream stdin, Path scratchDir) {
+        return run(command, stdin, scratchDir, java.util.Map.of());
+    }
+
+    private static Result run(List<String> command, InputStream stdin, Path scratchDir, java.util.Map<String, String> env) {
         Path stderrFile = createTemp(scratchDir, ".stderr");
         try {
             ProcessBuilder pb = new ProcessBuilder(command)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                 .redirectError(stderrFile.toFile());
+            pb.environment().putAll(env);
             if (stdin == null) {
                 pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
             }

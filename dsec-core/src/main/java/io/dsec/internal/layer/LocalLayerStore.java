@@ -166,6 +166,82 @@ public final class LocalLayerStore implements LayerStore {
         return blob;
     }
 
+    @Override
+    public void deleteReference(LayerKind kind, String name, String version) {
+        Layer.parseReference(name + ":" + version);
+        try {
+            Files.deleteIfExists(refPath(kind, name, version));
+        } catch (IOException e) {
+            throw new DsecException("could not delete the reference " + kind + " " + name + ":" + version + " in " + root + ": "
+                + e.getMessage(), e);
+        }
+    }
+
+    /** Documents are files under the store's root named by their key ({@code snapshots/<id>.json}). */
+    @Override
+    public void putDocument(String key, byte[] content) {
+        Path target = root.resolve(LayerStore.checkDocumentKey(key));
+        try {
+            Files.createDirectories(target.getParent());
+            Path temp = Files.createTempFile(tmp, "document-", ".tmp");
+            try {
+                try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+                    java.nio.ByteBuffer buffer = java.nio.ByteBuffer.wrap(content);
+                    while (buffer.hasRemaining()) {
+                        channel.write(buffer);
+                    }
+                    channel.force(true);
+                }
+                move(temp, target);
+            } finally {
+                Files.deleteIfExists(temp);
+            }
+        } catch (IOException e) {
+            throw new DsecException("could not store the document " + key + " in " + root + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public Optional<byte[]> getDocument(String key) {
+        Path file = root.resolve(LayerStore.checkDocumentKey(key));
+        try {
+            return Optional.of(Files.readAllBytes(file));
+        } catch (NoSuchFileException e) {
+            return Optional.empty();
+        } catch (IOException e) {
+            throw new DsecException("could not read the document " + key + " in " + root + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public List<String> listDocuments(String prefix) {
+        List<String> keys = new ArrayList<>();
+        // Only the first path element can be a directory of documents here (blobs/, refs/ and tmp/ are the store's own).
+        int slash = prefix.indexOf('/');
+        Path start = slash < 0 ? root : root.resolve(prefix.substring(0, slash));
+        if (!Files.isDirectory(start)) {
+            return keys;
+        }
+        try (Stream<Path> files = Files.walk(start)) {
+            files.filter(Files::isRegularFile).map(p -> root.relativize(p).toString())
+                .filter(k -> k.startsWith(prefix) && !k.startsWith("blobs/") && !k.startsWith("refs/") && !k.startsWith("tmp/"))
+                .forEach(keys::add);
+        } catch (IOException e) {
+            throw new DsecException("could not list the documents " + prefix + "* in " + root + ": " + e.getMessage(), e);
+        }
+        keys.sort(null);
+        return keys;
+    }
+
+    @Override
+    public void deleteDocument(String key) {
+        try {
+            Files.deleteIfExists(root.resolve(LayerStore.checkDocumentKey(key)));
+        } catch (IOException e) {
+            throw new DsecException("could not delete the document " + key + " in " + root + ": " + e.getMessage(), e);
+        }
+    }
+
     /** {@code blobs/sha256/<hex>.erofs}. */
     public Path blobPath(String digest) {
         checkDigest(digest);

@@ -62,6 +62,8 @@ abstract class ContainerSandboxContract {
         try (Sandbox sb = t.host.create(SandboxSpec.of(t.image()).memory("256m").hostname("box").env("GREETING", "hi"))) {
             assertThat(sb.state()).isEqualTo(SandboxState.RUNNING);
             assertThat(sb.exec("cat", "/repo/README").stdoutText()).isEqualTo(WORKSPACE_README);
+            // Layers keep file mtimes (tools such as Python compare a cached .pyc with its source's mtime).
+            assertThat(sb.exec("stat", "-c", "%Y", "/repo/README").stdoutText().trim()).isEqualTo("946684800");
             assertThat(sb.exec("hostname").stdoutText().trim()).isEqualTo("box");
             assertThat(sb.exec("sh", "-c", "echo $GREETING").stdoutText()).isEqualTo("hi\n");
             assertThat(sb.exec("/opt/dsec/grade.sh").stdoutText()).isEqualTo("graded\n");

@@ -44,9 +44,9 @@ final class LayerFixtures {
         setModes(dir);
         try (var paths = Files.walk(dir)) {
             for (Path p : (Iterable<Path>) paths::iterator) {
-                if (!Files.isSymbolicLink(p)) {
-                    Files.setLastModifiedTime(p, FileTime.from(mtime));
-                }
+                // The link itself, not its target: a symlink's own mtime goes into the image too.
+                Files.getFileAttributeView(p, java.nio.file.attribute.BasicFileAttributeView.class, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    .setTimes(FileTime.from(mtime), null, null);
             }
         }
         return dir;

@@ -51,7 +51,7 @@ class LayersImplTest {
     @Test
     void rebuildingTheSameTreeStoresItOnceAndTarMatches() throws Exception {
         Path tree = LayerFixtures.tree(tmp.resolve("tree"), false, Instant.EPOCH);
-        Path copy = LayerFixtures.tree(tmp.resolve("copy"), true, Instant.now());
+        Path copy = LayerFixtures.tree(tmp.resolve("copy"), true, Instant.EPOCH);
 
         Layer first = layers.fromDirectory(LayerKind.WORKSPACE, "task:1", tree);
         Layer second = layers.fromDirectory(LayerKind.WORKSPACE, "task:2", copy);

@@ -235,6 +235,44 @@ public final class OnDemandLayerStore implements LayerStore {
         return layers;
     }
 
+    @Override
+    public void deleteReference(LayerKind kind, String name, String version) {
+        ensureOpen();
+        store.delete(LayerManifest.refKey(kind, name, version));
+    }
+
+    /** Documents are blobs of the blob store under their key, so every host on the store sees them. */
+    @Override
+    public void putDocument(String key, byte[] content) {
+        ensureOpen();
+        LayerStore.checkDocumentKey(key);
+        if (!store.writable()) {
+            throw new DsecException("cannot store " + key + " in " + store.describe() + ": it is read-only");
+        }
+        store.put(key, content);
+    }
+
+    @Override
+    public Optional<byte[]> getDocument(String key) {
+        LayerStore.checkDocumentKey(key);
+        try {
+            return Optional.of(store.get(key));
+        } catch (BlobNotFoundException e) {
+            return Optional.empty();
+        }
+    }
+
+    @Override
+    public List<String> listDocuments(String prefix) {
+        return store.list(prefix);
+    }
+
+    @Override
+    public void deleteDocument(String key) {
+        LayerStore.checkDocumentKey(key);
+        store.delete(key);
+    }
+
     private Layer readRef(String key) {
         byte[] json = store.get(key);
         try {
