@@ -13,10 +13,15 @@ public final class StaticBinaries {
     }
 
     /** The seccomp probe (src/test/c/probe.c). */
-    public static synchronized Path probe() {
+    public static Path probe() {
+        return compile("probe");
+    }
+
+    /** {@code src/test/c/<name>.c} of the module under test, compiled static into target/test-bin/<name> when newer. */
+    public static synchronized Path compile(String name) {
         Capabilities.requireTool("gcc", "gcc libc6-dev");
-        Path source = Path.of("src/test/c/probe.c").toAbsolutePath();
-        Path out = Path.of("target/test-bin/probe").toAbsolutePath();
+        Path source = Path.of("src/test/c/" + name + ".c").toAbsolutePath();
+        Path out = Path.of("target/test-bin/" + name).toAbsolutePath();
         try {
             if (Files.exists(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(source)) >= 0) {
                 return out;
@@ -25,7 +30,7 @@ public final class StaticBinaries {
             Process p = new ProcessBuilder("gcc", "-static", "-O1", "-o", out.toString(), source.toString()).redirectErrorStream(true).start();
             String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                throw new IllegalStateException("gcc -static probe.c failed: " + log);
+                throw new IllegalStateException("gcc -static " + source.getFileName() + " failed: " + log);
             }
             return out;
         } catch (IOException e) {

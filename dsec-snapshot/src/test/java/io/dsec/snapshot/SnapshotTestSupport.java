@@ -29,27 +29,8 @@ final class SnapshotTestSupport {
     }
 
     /** The static tree tool (src/test/c/treetool.c), compiled once per build. */
-    static synchronized Path treetool() {
-        Capabilities.requireTool("gcc", "gcc libc6-dev");
-        Path source = Path.of("src/test/c/treetool.c").toAbsolutePath();
-        Path out = Path.of("target/test-bin/treetool").toAbsolutePath();
-        try {
-            if (Files.exists(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(source)) >= 0) {
-                return out;
-            }
-            Files.createDirectories(out.getParent());
-            Process p = new ProcessBuilder("gcc", "-static", "-O1", "-o", out.toString(), source.toString()).redirectErrorStream(true).start();
-            String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                throw new IllegalStateException("gcc -static treetool.c failed: " + log);
-            }
-            return out;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
+    static Path treetool() {
+        return io.dsec.testing.StaticBinaries.compile("treetool");
     }
 
     /** Base (busybox), workspace and a toolkit holding the tree tool at /opt/dsec/treetool. */

@@ -16,6 +16,7 @@ import io.dsec.Snapshots;
 import io.dsec.InvalidSpecException;
 import io.dsec.spi.SnapshotEngine;
 import io.dsec.internal.agent.AgentConnection;
+import io.dsec.internal.fs.FileTrees;
 import io.dsec.internal.agent.AgentIo;
 import io.dsec.internal.layer.ErofsImageBuilder;
 import io.dsec.internal.layer.LayerMounts;

@@ -1,5 +1,6 @@
 package io.dsec.internal.layer;
 
+import io.dsec.internal.fs.FileTrees;
 import io.dsec.InvalidSpecException;
 import io.dsec.LayerBuildException;
 import io.dsec.MissingPrerequisiteException;
@@ -309,43 +310,10 @@ public final class ErofsImageBuilder {
         }
     }
 
-    /** Deletes a tree without following symlinks (an extracted tar may hold links to anywhere). */
+    /** Deletes a scratch tree without following symlinks (an extracted tar may hold links to anywhere). */
     static void deleteTree(Path root) {
-        if (!Files.exists(root, LinkOption.NOFOLLOW_LINKS)) {
-            return;
-        }
         try {
-            Files.walkFileTree(root, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) throws IOException {
-                    // A directory without write or search permission cannot be emptied by a non-root user.
-                    if (!Files.isWritable(dir) || !Files.isExecutable(dir)) {
-                        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
-                    }
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
-                    if (e instanceof NoSuchFileException) {
-                        return FileVisitResult.CONTINUE;
-                    }
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
-                    Files.deleteIfExists(dir);
-                    return FileVisitResult.CONTINUE;
-                }
-            });
+            FileTrees.deleteTree(root);
         } catch (IOException e) {
             throw new UncheckedIOException("could not delete the scratch tree " + root, e);
         }

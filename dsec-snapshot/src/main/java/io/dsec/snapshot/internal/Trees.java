@@ -158,32 +158,6 @@ final class Trees {
 
     /** Deletes a tree (or a single entry) without following symlinks; nothing when it is absent. */
     static void deleteTree(Path root) throws IOException {
-        Stat st = lstat(root);
-        if (st == null) {
-            return;
-        }
-        if (!st.isDir()) {
-            Files.deleteIfExists(root);
-            return;
-        }
-        Files.walkFileTree(root, new SimpleFileVisitor<>() {
-            @Override
-            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                Files.deleteIfExists(file);
-                return FileVisitResult.CONTINUE;
-            }
-
-            @Override
-            public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
-                Files.deleteIfExists(file);
-                return FileVisitResult.CONTINUE;
-            }
-
-            @Override
-            public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
-                Files.deleteIfExists(dir);
-                return FileVisitResult.CONTINUE;
-            }
-        });
+        io.dsec.internal.fs.FileTrees.deleteTree(root);
     }
 }

@@ -25,6 +25,7 @@ import io.dsec.image.internal.OnDemandLayerStore;
 import io.dsec.internal.agent.AgentConnection;
 import io.dsec.internal.agent.AgentIo;
 import io.dsec.testing.Capabilities;
+import io.dsec.testing.ChildJvm;
 import io.dsec.testing.TestHost;
 import io.dsec.testing.TestImages;
 import java.io.BufferedReader;
@@ -252,22 +253,11 @@ class OnDemandSandboxIT {
             a.layers().fromDirectory(LayerKind.BASE, "busybox-big:1", baseTree);
         }
         Path state = dir.resolve("host-child");
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process child = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), HoldOnDemandSandboxMain.class.getName(),
-            state.toString(), storeDir.toString(), "busybox-big:1").redirectError(dir.resolve("child.log").toFile()).start();
-        try {
-            String id = null;
-            try (BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line = out.readLine(); line != null; line = out.readLine()) {
-                    if (line.startsWith("READY ")) {
-                        id = line.substring(6).trim();
-                        break;
-                    }
-                }
-            }
-            assertThat(id).as("child log %s", dir.resolve("child.log")).isNotNull();
-            child.destroyForcibly();
-            assertThat(child.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        try (ChildJvm child = ChildJvm.start(HoldOnDemandSandboxMain.class, dir.resolve("child.log"), state.toString(), storeDir.toString(),
+            "busybox-big:1")) {
+            String id = child.awaitReady();
+            assertThat(id).as("child log %s", child.log()).isNotNull();
+            child.kill();
 
             // A new JVM (this one) opens the store on the dead one's state directory and takes over serving.
             try (OnDemandLayerStore store = OnDemandLayerStore.open(state, images().build().settingsForTests());
@@ -276,8 +266,6 @@ class OnDemandSandboxIT {
                 ExecResult r = agent.exec(Exec.of("md5sum", "/big.bin"), Map.of(), "/").join();
                 assertThat(r.stdoutText().split(" ")[0]).as(r.stderrText()).isEqualTo(md5(baseTree.resolve("big.bin")));
             }
-        } finally {
-            child.destroyForcibly();
         }
     }
 
