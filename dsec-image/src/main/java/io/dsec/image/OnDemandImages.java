@@ -126,7 +126,7 @@ public final class OnDemandImages implements LayerStore.Factory {
         private int fetchConcurrency = 16;
         private Duration fetchTimeout = Duration.ofSeconds(30);
         // The kernel's own read-ahead through FUSE (1 MiB requests, their chunks fetched in parallel) already covers
-        // sequential reads; chunks fetched ahead of that raised what a task fetched by a third (ondemand_fetch.json).
+        // sequential reads; our own read-ahead is for streaming readers of slow stores, on request.
         private int readAheadChunks = 0;
         private LoadMode mode = LoadMode.ON_DEMAND;
         private Duration recordWindow = Duration.ofSeconds(30);

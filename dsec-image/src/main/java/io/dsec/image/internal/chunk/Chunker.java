@@ -23,11 +23,10 @@ import java.util.List;
 public final class Chunker {
     /**
      * 256 KiB, chosen by benchmarks/results/ondemand_fetch.json: on a 712 MiB Debian agent image running part of CPython's
-     * test suite, the kernel read 64.8 MiB of the image from a local file; through FUSE, with no read-ahead of our own,
-     * 256 KiB chunks fetched 53.5 MiB (0.83x of the kernel's reads), 512 KiB 73.5 MiB (1.13x) and 1 MiB 97.0 MiB (1.50x),
-     * with the suite as fast in each case. A cold read fetches a whole chunk, so smaller chunks waste less transfer on
-     * scattered EROFS reads; the cost is more requests when pushing (128 MiB to in-process s3proxy: 2.2 s at 256 KiB
-     * against 1.4 s at 512 KiB), paid once per layer.
+     * test suite, the kernel read 54.5 MiB of the image from a local file; through FUSE, 256 KiB chunks fetched 56.8 MiB
+     * (1.04x of the kernel's reads), 512 KiB 71.5 MiB (1.31x) and 1 MiB 96.0 MiB (1.76x), with the suite as fast in each
+     * case. A cold read fetches a whole chunk, so smaller chunks waste less transfer on scattered EROFS reads; the cost is
+     * more requests when pushing (128 MiB to in-process s3proxy: 2.2 s at 256 KiB against 1.4 s at 512 KiB), paid once.
      */
     public static final int DEFAULT_CHUNK_SIZE = 256 * 1024;
     public static final int MIN_CHUNK_SIZE = LayerManifest.MIN_CHUNK_SIZE;
