@@ -1,4 +1,4 @@
-package io.dsec.image.internal.cache;
+package io.dsec.image.testing;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -7,14 +7,14 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 
 /** A clock that tests move by hand. */
-final class MutableClock extends Clock {
+public final class MutableClock extends Clock {
     private volatile Instant now;
 
-    MutableClock(Instant start) {
+    public MutableClock(Instant start) {
         this.now = start;
     }
 
-    void advance(Duration d) {
+    public void advance(Duration d) {
         now = now.plus(d);
     }
 
