@@ -386,6 +386,15 @@ static void child(char **argv, char **envp, const char *cwd, int32_t uid, int32_
         signal(sig, SIG_DFL);
     }
     umask(022);
+    /* When the sandbox runs out of memory its own cgroup's OOM killer must take the command, never the agent: raising
+     * the score needs no privilege, and every process the command starts inherits it. */
+    int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (oom >= 0) {
+        if (write(oom, "500", 3) < 0) {
+            /* best effort: without it the largest process is still the usual victim */
+        }
+        close(oom);
+    }
     move_fd(in_fd, 0);
     move_fd(out_fd, 1);
     move_fd(err_fd, 2);

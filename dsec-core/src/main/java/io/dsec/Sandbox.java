@@ -30,6 +30,12 @@ public interface Sandbox extends AutoCloseable {
 
     SandboxFiles files();
 
+    /** Changes how this sandbox's processes compete for CPU, at once (its cgroup's weight). */
+    void cpuClass(CpuClass cls);
+
+    /** The CPU class it has now. */
+    CpuClass cpuClass();
+
     /**
      * Captures what this sandbox changed as a new diff layer in the host's store, freezing it only as long as consistency
      * needs; it then goes on running. Branch the result with {@link Snapshot#branch(int)}.

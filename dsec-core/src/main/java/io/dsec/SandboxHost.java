@@ -13,11 +13,23 @@ import java.util.concurrent.CompletableFuture;
 public interface SandboxHost extends AutoCloseable {
     Layers layers();
 
-    /** Creates a sandbox and waits until its agent answers. On failure nothing of it is left behind. */
+    /**
+     * Creates a sandbox and waits until its agent answers. On failure nothing of it is left behind. It is first
+     * admitted: if the host is full it waits in the admission queue (priority, then fair across
+     * {@link SandboxSpec#tag() tags}); it throws {@link AdmissionException} if the spec is larger than the host, the
+     * queue is full or the wait times out.
+     */
     Sandbox create(SandboxSpec spec);
 
-    /** Creates a sandbox on the host's executor; many may be created at once. */
+    /**
+     * Creates a sandbox on the host's executor; many may be created at once. Goes through the same admission queue as
+     * {@link #create} without holding a thread while it waits; the future fails with {@link AdmissionException} when
+     * {@code create} would throw it.
+     */
     CompletableFuture<Sandbox> createAsync(SandboxSpec spec);
+
+    /** What admission control is doing: queue length, creations in flight, admitted, rejected, waits, allocation. */
+    AdmissionStats admission();
 
     /** Creates {@code n} sandboxes restored from a snapshot: its diff chain over its image, each with its own empty upper. */
     List<Sandbox> branch(Snapshot snapshot, int n);

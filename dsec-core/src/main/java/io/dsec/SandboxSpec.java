@@ -22,9 +22,13 @@ import java.util.regex.Pattern;
  * @param workdir     working directory of execs that name none
  * @param labels      caller's labels, kept with the sandbox
  * @param network     its network; {@link NetworkPolicy#NONE} (loopback only) by default
+ * @param cpuClass    how its processes compete for CPU; {@link CpuClass#NORMAL} by default
+ * @param tag         who asked for it (a trainer, a task): admission is fair across tags
+ * @param priority    admission order under a burst: higher first, 0 by default
  */
 public record SandboxSpec(Image image, long memoryBytes, double cpus, int pidsLimit, String hostname,
-                          Map<String, String> env, String workdir, Map<String, String> labels, NetworkPolicy network) {
+                          Map<String, String> env, String workdir, Map<String, String> labels, NetworkPolicy network,
+                          CpuClass cpuClass, String tag, int priority) {
 
     public static final long DEFAULT_MEMORY_BYTES = 2L << 30;
     public static final long MIN_MEMORY_BYTES = 8L << 20;
@@ -45,11 +49,19 @@ public record SandboxSpec(Image image, long memoryBytes, double cpus, int pidsLi
         checkWorkdir(workdir);
         labels = Map.copyOf(Objects.requireNonNull(labels, "labels"));
         Objects.requireNonNull(network, "network");
+        Objects.requireNonNull(cpuClass, "cpuClass");
+        if (tag == null || tag.isEmpty() || tag.length() > 128) {
+            throw new InvalidSpecException("spec.tag", tag, "give 1-128 characters naming who asks, such as the trainer's name");
+        }
+        if (priority < -1000 || priority > 1000) {
+            throw new InvalidSpecException("spec.priority", priority, "give -1000 to 1000; higher is admitted first");
+        }
     }
 
     /** A spec with defaults: 2 GiB, 1 CPU, 4096 pids, hostname {@code sandbox}, workdir {@code /}, no network. */
     public static SandboxSpec of(Image image) {
-        return new SandboxSpec(image, DEFAULT_MEMORY_BYTES, 1.0, 4096, "sandbox", Map.of(), "/", Map.of(), NetworkPolicy.NONE);
+        return new SandboxSpec(image, DEFAULT_MEMORY_BYTES, 1.0, 4096, "sandbox", Map.of(), "/", Map.of(), NetworkPolicy.NONE,
+            CpuClass.NORMAL, "default", 0);
     }
 
     /** Memory limit as a size such as {@code 512m}, {@code 2g} or {@code 2GiB}. */
@@ -58,30 +70,30 @@ public record SandboxSpec(Image image, long memoryBytes, double cpus, int pidsLi
     }
 
     public SandboxSpec memoryBytes(long bytes) {
-        return new SandboxSpec(image, bytes, cpus, pidsLimit, hostname, env, workdir, labels, network);
+        return new SandboxSpec(image, bytes, cpus, pidsLimit, hostname, env, workdir, labels, network, cpuClass, tag, priority);
     }
 
     public SandboxSpec cpus(double cores) {
-        return new SandboxSpec(image, memoryBytes, cores, pidsLimit, hostname, env, workdir, labels, network);
+        return new SandboxSpec(image, memoryBytes, cores, pidsLimit, hostname, env, workdir, labels, network, cpuClass, tag, priority);
     }
 
     public SandboxSpec pids(int limit) {
-        return new SandboxSpec(image, memoryBytes, cpus, limit, hostname, env, workdir, labels, network);
+        return new SandboxSpec(image, memoryBytes, cpus, limit, hostname, env, workdir, labels, network, cpuClass, tag, priority);
     }
 
     public SandboxSpec hostname(String name) {
-        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, name, env, workdir, labels, network);
+        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, name, env, workdir, labels, network, cpuClass, tag, priority);
     }
 
     public SandboxSpec env(String name, String value) {
         checkEnv(name, value);
         Map<String, String> next = new LinkedHashMap<>(env);
         next.put(name, value);
-        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, next, workdir, labels, network);
+        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, next, workdir, labels, network, cpuClass, tag, priority);
     }
 
     public SandboxSpec workdir(String path) {
-        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, path, labels, network);
+        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, path, labels, network, cpuClass, tag, priority);
     }
 
     public SandboxSpec label(String key, String value) {
@@ -90,15 +102,29 @@ public record SandboxSpec(Image image, long memoryBytes, double cpus, int pidsLi
         }
         Map<String, String> next = new LinkedHashMap<>(labels);
         next.put(key, value);
-        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, workdir, next, network);
+        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, workdir, next, network, cpuClass, tag, priority);
     }
 
     public SandboxSpec network(NetworkPolicy policy) {
-        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, workdir, labels, policy);
+        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, workdir, labels, policy, cpuClass, tag, priority);
+    }
+
+    public SandboxSpec cpuClass(CpuClass cls) {
+        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, workdir, labels, network, cls, tag, priority);
+    }
+
+    /** Who asks for the sandbox (a trainer, a task); admission under a burst is fair across tags. */
+    public SandboxSpec tag(String submitter) {
+        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, workdir, labels, network, cpuClass, submitter, priority);
+    }
+
+    /** Admission order under a burst, -1000 to 1000: higher first. */
+    public SandboxSpec priority(int order) {
+        return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env, workdir, labels, network, cpuClass, tag, order);
     }
 
     public SandboxSpec image(Image newImage) {
-        return new SandboxSpec(newImage, memoryBytes, cpus, pidsLimit, hostname, env, workdir, labels, network);
+        return new SandboxSpec(newImage, memoryBytes, cpus, pidsLimit, hostname, env, workdir, labels, network, cpuClass, tag, priority);
     }
 
     /** Parses sizes such as {@code 512m}, {@code 2g}, {@code 2GiB} or plain bytes; the field name goes into errors. */

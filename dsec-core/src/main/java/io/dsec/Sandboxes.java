@@ -1,5 +1,6 @@
 package io.dsec;
 
+import io.dsec.internal.admission.AdmissionPolicy;
 import io.dsec.internal.host.ContainerSandboxHost;
 import io.dsec.internal.host.HostConfig;
 import io.dsec.internal.layer.LocalLayerStore;
@@ -42,6 +43,7 @@ public final class Sandboxes {
         private Duration agentStartTimeout = Duration.ofSeconds(30);
         private LayerStore.Factory layerStore = LocalLayerStore::new;
         private int snapshotSquashDepth;
+        private AdmissionPolicy admission = AdmissionPolicy.DEFAULT;
 
         private Builder() {
         }
@@ -116,10 +118,93 @@ public final class Sandboxes {
             return this;
         }
 
+        // ------------------------------------------------------------------------------------------ admission
+
+        /**
+         * How many times its capacity the specs of admitted sandboxes may add up to, for {@link HostResource#MEMORY},
+         * {@link HostResource#CPU} or {@link HostResource#PIDS}: 1 (no overcommit) to 10000. Defaults: memory and CPU
+         * 100, pids 1000 (a spec's limits are caps, rarely used in full; the real-use headroom is what protects the host).
+         */
+        public Builder overcommit(HostResource resource, double ratio) {
+            this.admission = admission.withOvercommit(resource, ratio);
+            return this;
+        }
+
+        /** {@code overcommit(HostResource.MEMORY, ratio)}. */
+        public Builder memoryOvercommit(double ratio) {
+            return overcommit(HostResource.MEMORY, ratio);
+        }
+
+        /** {@code overcommit(HostResource.CPU, ratio)}. */
+        public Builder cpuOvercommit(double ratio) {
+            return overcommit(HostResource.CPU, ratio);
+        }
+
+        /**
+         * The fraction of the host's memory (0 to 0.9) that projected real use must leave free: a sandbox is admitted
+         * only while what the host uses now, plus what the creations in flight and it are expected to use, stays under
+         * the rest. Default 0.05.
+         */
+        public Builder headroom(double fraction) {
+            this.admission = admission.withHeadroom(fraction);
+            return this;
+        }
+
+        /** The memory that projected real use must leave free, as a size such as {@code 2g}. */
+        public Builder headroom(String size) {
+            this.admission = admission.withHeadroom(size);
+            return this;
+        }
+
+        /**
+         * Also admits only while the sandboxes' CPU use, plus what the new one is expected to use, leaves this fraction
+         * (0 to 0.9) of the host's cores free. Off by default: CPU is elastic, and busy sandboxes slow down rather than fail.
+         */
+        public Builder cpuHeadroom(double fraction) {
+            this.admission = admission.withCpuHeadroom(fraction);
+            return this;
+        }
+
+        /** Disk space of the state directory's file system to keep free (sandboxes write there). Default 512m. */
+        public Builder diskHeadroom(String size) {
+            this.admission = admission.withDiskHeadroom(size);
+            return this;
+        }
+
+        /**
+         * What a new sandbox is expected to use when projecting real use: memory such as {@code 64m} and a fraction
+         * (0 to 1) of its CPU quota; the running sandboxes' average is used instead when higher. Default 64m and 0.05.
+         */
+        public Builder expectedSandboxUse(String memory, double cpuFraction) {
+            this.admission = admission.withExpectedUse(memory, cpuFraction);
+            return this;
+        }
+
+        /** How many creations may run at once, 1 to 4096 (creation is I/O-heavy); the rest wait. Default 64. */
+        public Builder maxCreationsInFlight(int n) {
+            this.admission = admission.withMaxCreationsInFlight(n);
+            return this;
+        }
+
+        /**
+         * How many creations may wait for admission, 0 to 1000000; beyond it a creation is rejected at once. 0: whatever
+         * does not fit now is rejected at once. Default 4096.
+         */
+        public Builder admissionQueueLimit(int n) {
+            this.admission = admission.withQueueLimit(n);
+            return this;
+        }
+
+        /** How long a creation may wait for admission before it fails with {@link AdmissionException}. Default 5 minutes. */
+        public Builder admissionTimeout(Duration timeout) {
+            this.admission = admission.withTimeout(timeout);
+            return this;
+        }
+
         /** Opens the host: checks root, tools and kernel features, and picks the runtime. */
         public SandboxHost build() {
             return ContainerSandboxHost.open(new HostConfig(stateDir, runtime, toolkitPath, executor, agentStartTimeout, layerStore,
-                snapshotSquashDepth));
+                snapshotSquashDepth, admission));
         }
     }
 }

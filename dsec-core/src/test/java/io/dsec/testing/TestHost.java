@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 
 /**
@@ -40,6 +41,11 @@ public final class TestHost implements AutoCloseable {
     }
 
     public static TestHost start(OciRuntime runtime) {
+        return start(runtime, b -> b);
+    }
+
+    /** A host whose builder {@code configure} adjusts (admission settings, say) after the state dir and runtime are set. */
+    public static TestHost start(OciRuntime runtime, UnaryOperator<Sandboxes.Builder> configure) {
         Capabilities.requireRoot();
         Capabilities.requireTool("mkfs.erofs", "erofs-utils");
         Path dir;
@@ -50,7 +56,7 @@ public final class TestHost implements AutoCloseable {
         }
         SandboxHost host = null;
         try {
-            host = Sandboxes.builder().stateDir(dir.resolve("state")).runtime(runtime).build();
+            host = configure.apply(Sandboxes.builder().stateDir(dir.resolve("state")).runtime(runtime)).build();
             Path src = Files.createDirectories(dir.resolve("src"));
             Layer base = host.layers().fromDirectory(LayerKind.BASE, "busybox:1", TestImages.busyboxRootfs(src.resolve("base")));
             Layer workspace = host.layers().fromDirectory(LayerKind.WORKSPACE, "repo:1", TestImages.workspaceTree(src.resolve("workspace")));

@@ -1,6 +1,7 @@
 package io.dsec.internal.host;
 
 import io.dsec.AgentException;
+import io.dsec.CpuClass;
 import io.dsec.Exec;
 import io.dsec.ExecResult;
 import io.dsec.Sandbox;
@@ -45,11 +46,13 @@ final class ContainerSandbox implements Sandbox, SnapshotEngine.Source {
     private final List<Path> cgroupDirs;
     private final Snapshotter snapshotter;
     private final Object snapshotLock = new Object();
+    private volatile CpuClass cpuClass;
     private volatile SandboxState state = SandboxState.RUNNING;
 
     ContainerSandbox(String id, SandboxSpec spec, Path dir, AgentConnection connection, Closer teardown,
                      Consumer<String> onClosed, Path runtimeLog, List<Path> cgroupDirs, Snapshotter snapshotter) {
         this.cgroupDirs = List.copyOf(cgroupDirs);
+        this.cpuClass = spec.cpuClass();
         this.snapshotter = snapshotter;
         this.id = id;
         this.spec = spec;
@@ -207,6 +210,21 @@ final class ContainerSandbox implements Sandbox, SnapshotEngine.Source {
     public CompletableFuture<ExecResult> execAsync(Exec exec) {
         ensureUsable();
         return connection.exec(exec, spec.env(), spec.workdir());
+    }
+
+    @Override
+    public synchronized void cpuClass(CpuClass cls) {
+        java.util.Objects.requireNonNull(cls, "cpuClass");
+        ensureUsable();
+        if (cls != cpuClass) {
+            CpuWeights.apply(cgroupDirs, cls, id);
+            cpuClass = cls;
+        }
+    }
+
+    @Override
+    public CpuClass cpuClass() {
+        return cpuClass;
     }
 
     @Override

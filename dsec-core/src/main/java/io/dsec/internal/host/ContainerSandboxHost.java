@@ -1,6 +1,7 @@
 package io.dsec.internal.host;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.dsec.AdmissionStats;
 import io.dsec.DsecException;
 import io.dsec.Layer;
 import io.dsec.Layers;
@@ -15,6 +16,9 @@ import io.dsec.SnapshotMode;
 import io.dsec.Snapshots;
 import io.dsec.InvalidSpecException;
 import io.dsec.spi.SnapshotEngine;
+import io.dsec.internal.admission.AdmissionController;
+import io.dsec.internal.admission.KernelUsageSource;
+import io.dsec.internal.admission.Ticker;
 import io.dsec.internal.agent.AgentConnection;
 import io.dsec.internal.fs.FileTrees;
 import io.dsec.internal.agent.AgentIo;
@@ -35,6 +39,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -45,6 +50,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -79,6 +85,7 @@ public final class ContainerSandboxHost implements SandboxHost {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final SecureRandom random = new SecureRandom();
     private final Closer lifetime;
+    private final AdmissionController admission;
 
     private ContainerSandboxHost(HostConfig config, Closer undo) {
         this.config = config;
@@ -94,6 +101,9 @@ public final class ContainerSandboxHost implements SandboxHost {
         }
         StateDirLock lock = StateDirLock.acquire(state);
         undo.add(lock::close);
+        this.admission = new AdmissionController(config.admission(), new KernelUsageSource(state), Clock.systemUTC(),
+            Ticker.daemon("dsec-admission"));
+        undo.add(admission::close);
         this.agentBinary = AgentBinary.install(state.resolve("agent"));
         this.cgroups = CgroupLayout.ofHost();
         this.runtime = RuntimeSelector.select(config.runtime(), cgroups, state.resolve("runtime"), mapper);
@@ -143,9 +153,19 @@ public final class ContainerSandboxHost implements SandboxHost {
     @Override
     public Sandbox create(SandboxSpec spec) {
         ensureOpen();
+        return createAdmitted(spec, admission.acquire(spec));
+    }
+
+    /** Creates a sandbox admission let through; the permit is released when it is torn down (or creation fails). */
+    private Sandbox createAdmitted(SandboxSpec spec, AdmissionController.Permit permit) {
+        if (closed.get()) {
+            permit.release();
+            ensureOpen();
+        }
         String id = newId();
         Path dir = sandboxesDir.resolve(id);
         Closer rollback = new Closer();
+        rollback.add(permit::release);
         try {
             Files.createDirectory(dir);
             rollback.add(() -> FileTrees.deleteTree(dir));
@@ -173,7 +193,7 @@ public final class ContainerSandboxHost implements SandboxHost {
 
             Path bundle = Files.createDirectory(dir.resolve("bundle"));
             ContainerPlan plan = new ContainerPlan(id, rootfs, spec.hostname(), agentBinary, toolkit, config.toolkitPath(),
-                spec.memoryBytes(), spec.cpus(), spec.pidsLimit(), "/dsec/" + id);
+                spec.memoryBytes(), spec.cpus(), spec.pidsLimit(), "/dsec/" + id, CpuWeights.shares(spec.cpuClass()));
             Files.write(bundle.resolve("config.json"), ociConfigs.configJson(plan, mapper));
             Path socket = dir.resolve("agent.sock");
             Path log = dir.resolve("runtime.log");
@@ -181,9 +201,11 @@ public final class ContainerSandboxHost implements SandboxHost {
             runtime.runDetached(agentBinary, socket, bundle, id, log);
             AgentConnection connection = AgentConnection.connect(agentIo, socket, config.agentStartTimeout());
             rollback.add(connection::close);
+            List<Path> cgroupDirs = cgroups.cgroupDirs(plan.cgroupsPath());
             ContainerSandbox sandbox = new ContainerSandbox(id, spec, dir, connection, rollback, this::forget, log,
-                cgroups.cgroupDirs(plan.cgroupsPath()), this::takeSnapshot);
+                cgroupDirs, this::takeSnapshot);
             sandboxes.put(id, sandbox);
+            permit.created(cgroupDirs);
             if (closed.get()) {
                 sandbox.close();
                 throw new SandboxClosedException("the host was closed while sandbox " + id + " was being created");
@@ -209,7 +231,42 @@ public final class ContainerSandboxHost implements SandboxHost {
     @Override
     public CompletableFuture<Sandbox> createAsync(SandboxSpec spec) {
         ensureOpen();
-        return CompletableFuture.supplyAsync(() -> create(spec), executor);
+        // Waiting for admission holds no thread: the queue completes `admitted`, and only then is creation handed to the executor.
+        CompletableFuture<AdmissionController.Permit> admitted = admission.submit(spec);
+        CompletableFuture<Sandbox> result = new CompletableFuture<>();
+        admitted.whenComplete((permit, refused) -> {
+            if (refused != null) {
+                result.completeExceptionally(refused);
+                return;
+            }
+            try {
+                executor.execute(() -> {
+                    try {
+                        Sandbox sandbox = createAdmitted(spec, permit);
+                        if (!result.complete(sandbox)) {
+                            sandbox.close(); // the caller cancelled while it was being created
+                        }
+                    } catch (Throwable t) {
+                        result.completeExceptionally(t);
+                    }
+                });
+            } catch (RejectedExecutionException e) {
+                permit.release();
+                result.completeExceptionally(new SandboxClosedException("the host's executor refused the creation (is it shut down?): "
+                    + e.getMessage()));
+            }
+        });
+        result.whenComplete((sandbox, failure) -> {
+            if (result.isCancelled()) {
+                admission.withdraw(admitted);
+            }
+        });
+        return result;
+    }
+
+    @Override
+    public AdmissionStats admission() {
+        return admission.stats();
     }
 
     @Override
@@ -348,6 +405,7 @@ public final class ContainerSandboxHost implements SandboxHost {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        admission.close(); // rejects queued creations first, so sandboxes closing below admit none of them
         // Sandboxes first, then what they shared: the IO thread, layer mounts, executor, state lock (reverse of opening).
         lifetime.add(this::closeSandboxes);
         lifetime.close();

@@ -15,9 +15,10 @@ import java.nio.file.Path;
  * @param cpus          CPU quota in cores
  * @param pidsLimit     pids limit
  * @param cgroupsPath   cgroup path relative to each hierarchy's root
+ * @param cpuShares     the CPU class's weight as v1 shares (runtimes convert it for v2)
  */
 public record ContainerPlan(String id, Path rootfs, String hostname, Path agentBinary, Path toolkitSource, String toolkitPath,
-                            long memoryBytes, double cpus, int pidsLimit, String cgroupsPath) {
+                            long memoryBytes, double cpus, int pidsLimit, String cgroupsPath, long cpuShares) {
     /** Where the agent binary appears inside every sandbox. */
     public static final String AGENT_PATH = "/.dsec/agent";
 }

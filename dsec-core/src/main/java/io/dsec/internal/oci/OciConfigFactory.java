@@ -97,6 +97,7 @@ public final class OciConfigFactory {
         ObjectNode cpu = resources.putObject("cpu");
         cpu.put("period", CPU_PERIOD_US);
         cpu.put("quota", Math.max(1000L, Math.round(plan.cpus() * CPU_PERIOD_US)));
+        cpu.put("shares", plan.cpuShares());
         resources.putObject("pids").put("limit", plan.pidsLimit());
         ArrayNode masked = linux.putArray("maskedPaths");
         MASKED_PATHS.forEach(masked::add);

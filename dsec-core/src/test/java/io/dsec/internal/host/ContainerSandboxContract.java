@@ -167,6 +167,56 @@ abstract class ContainerSandboxContract {
     }
 
     @Test
+    void cpuClassesSetTheCgroupWeightAndChangeOnARunningSandbox() throws Exception {
+        try (Sandbox sb = t.host.create(SandboxSpec.of(t.image()).memory("64m").cpuClass(io.dsec.CpuClass.LATENCY_SENSITIVE))) {
+            List<Path> dirs = host().cgroups().cgroupDirs("/dsec/" + sb.id());
+            assertThat(cpuWeight(dirs)).isEqualTo("10240");
+            sb.cpuClass(io.dsec.CpuClass.BATCH);
+            assertThat(sb.cpuClass()).isEqualTo(io.dsec.CpuClass.BATCH);
+            assertThat(cpuWeight(dirs)).isEqualTo("2");
+            sb.cpuClass(io.dsec.CpuClass.NORMAL);
+            assertThat(cpuWeight(dirs)).isEqualTo("1024");
+            assertThat(sb.exec("true").ok()).isTrue();
+            sb.close();
+            assertThatThrownBy(() -> sb.cpuClass(io.dsec.CpuClass.BATCH)).isInstanceOf(SandboxClosedException.class);
+        }
+    }
+
+    /** cpu.shares (v1) as written, or the v2 cpu.weight mapped back to shares. */
+    private static String cpuWeight(List<Path> dirs) throws Exception {
+        for (Path d : dirs) {
+            if (Files.exists(d.resolve("cpu.shares"))) {
+                return Files.readString(d.resolve("cpu.shares")).trim();
+            }
+        }
+        for (Path d : dirs) {
+            if (Files.exists(d.resolve("cpu.weight"))) {
+                return switch (Files.readString(d.resolve("cpu.weight")).trim()) {
+                    case "10000" -> "10240";
+                    case "100" -> "1024";
+                    case "1" -> "2";
+                    default -> "weight " + Files.readString(d.resolve("cpu.weight")).trim();
+                };
+            }
+        }
+        throw new AssertionError("no cpu controller in " + dirs);
+    }
+
+    @Test
+    void aSandboxOverItsMemoryLimitIsKilledInsideItsOwnCgroup() {
+        try (Sandbox greedy = t.host.create(SandboxSpec.of(t.image()).memory("32m"));
+             Sandbox neighbour = t.host.create(SandboxSpec.of(t.image()).memory("64m"))) {
+            // Commands are the OOM killer's first choice in their cgroup, never the agent.
+            assertThat(greedy.exec("cat", "/proc/self/oom_score_adj").stdoutText().trim()).isEqualTo("500");
+            // A shell variable of ~200 MB: far over the 32 MiB limit.
+            ExecResult r = greedy.exec("sh", "-c", "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}");
+            assertThat(r.signal()).as("killed by the OOM killer of its own cgroup: %s", r).isEqualTo(9);
+            assertThat(greedy.exec("echo", "alive").stdoutText()).as("the agent survives").isEqualTo("alive\n");
+            assertThat(neighbour.exec("echo", "unaffected").stdoutText()).isEqualTo("unaffected\n");
+        }
+    }
+
+    @Test
     void closeRemovesEverythingAndIsIdempotent() throws Exception {
         Sandbox sb = t.host.create(SandboxSpec.of(t.image()).memory("128m"));
         Path dir = ((ContainerSandbox) sb).dir();

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 
 class OciConfigFactoryTest {
     private final ContainerPlan plan = new ContainerPlan("sb-1", Path.of("/state/sb-1/rootfs"), "box", Path.of("/state/agent/dsec-agent-1"),
-        Path.of("/state/mounts/abc"), "/opt/dsec", 2L << 30, 1.5, 512, "/dsec/sb-1");
+        Path.of("/state/mounts/abc"), "/opt/dsec", 2L << 30, 1.5, 512, "/dsec/sb-1", 10240);
 
     private JsonNode config() throws Exception {
         return new ObjectMapper().readTree(new OciConfigFactory(4096, 100_000).configJson(plan, new ObjectMapper()));
@@ -91,6 +91,7 @@ class OciConfigFactoryTest {
         assertThat(c.at("/linux/resources/memory/limit").asLong()).isEqualTo(2L << 30);
         assertThat(c.at("/linux/resources/cpu/quota").asLong()).isEqualTo(150_000);
         assertThat(c.at("/linux/resources/cpu/period").asLong()).isEqualTo(100_000);
+        assertThat(c.at("/linux/resources/cpu/shares").asLong()).isEqualTo(10240);
         assertThat(c.at("/linux/resources/pids/limit").asLong()).isEqualTo(512);
         assertThat(c.at("/linux/cgroupsPath").asText()).isEqualTo("/dsec/sb-1");
         for (JsonNode r : c.at("/process/rlimits")) {

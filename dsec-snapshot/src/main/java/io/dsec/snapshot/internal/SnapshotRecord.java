@@ -61,14 +61,18 @@ record SnapshotRecord(int format, String id, String parent, String createdAt, St
     }
 
     record SpecJson(long memoryBytes, double cpus, int pidsLimit, String hostname, Map<String, String> env, String workdir,
-                    Map<String, String> labels, String network) {
+                    Map<String, String> labels, String network, String cpuClass, String tag, Integer priority) {
         static SpecJson of(SandboxSpec s) {
-            return new SpecJson(s.memoryBytes(), s.cpus(), s.pidsLimit(), s.hostname(), s.env(), s.workdir(), s.labels(), s.network().name());
+            return new SpecJson(s.memoryBytes(), s.cpus(), s.pidsLimit(), s.hostname(), s.env(), s.workdir(), s.labels(), s.network().name(),
+                s.cpuClass().name(), s.tag(), s.priority());
         }
 
+        /** Records written before classes and tags existed restore with the defaults. */
         SandboxSpec toSpec(Image image) {
             return new SandboxSpec(image, memoryBytes, cpus, pidsLimit, hostname, env == null ? Map.of() : env, workdir,
-                labels == null ? Map.of() : labels, NetworkPolicy.valueOf(network));
+                labels == null ? Map.of() : labels, NetworkPolicy.valueOf(network),
+                cpuClass == null ? io.dsec.CpuClass.NORMAL : io.dsec.CpuClass.valueOf(cpuClass), tag == null ? "default" : tag,
+                priority == null ? 0 : priority);
         }
     }
 
