@@ -54,6 +54,12 @@ public interface SandboxHost extends AutoCloseable {
     /** A short description of the backend in use, such as {@code runc 1.1.5 (cgroup v1)}. */
     String backendDescription();
 
+    /** Host memory: MemTotal/MemAvailable, PSI (NaN without it), whether DAMON is there, page cache reclaimed so far. */
+    MemoryStats memory();
+
+    /** Reclaims page cache from the sandbox's cgroup (its memory limit is unchanged afterwards); returns bytes freed. */
+    long reclaimPageCache(Sandbox sandbox);
+
     @Override
     void close();
 }

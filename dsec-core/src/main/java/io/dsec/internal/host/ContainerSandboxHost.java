@@ -86,6 +86,7 @@ public final class ContainerSandboxHost implements SandboxHost {
     private final SecureRandom random = new SecureRandom();
     private final Closer lifetime;
     private final AdmissionController admission;
+    private final io.dsec.internal.memory.HostMemory memory = new io.dsec.internal.memory.HostMemory();
 
     private ContainerSandboxHost(HostConfig config, Closer undo) {
         this.config = config;
@@ -401,12 +402,27 @@ public final class ContainerSandboxHost implements SandboxHost {
     }
 
     @Override
+    public io.dsec.MemoryStats memory() {
+        return memory.stats();
+    }
+
+    @Override
+    public long reclaimPageCache(Sandbox sandbox) {
+        ensureOpen();
+        if (sandboxes.get(sandbox.id()) != sandbox) {
+            throw new IllegalArgumentException("sandbox " + sandbox.id() + " is not open on this host");
+        }
+        return memory.reclaimPageCache(cgroups.cgroupDirs("/dsec/" + sandbox.id()));
+    }
+
+    @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
         admission.close(); // rejects queued creations first, so sandboxes closing below admit none of them
         // Sandboxes first, then what they shared: the IO thread, layer mounts, executor, state lock (reverse of opening).
+        lifetime.add(memory::close);
         lifetime.add(this::closeSandboxes);
         lifetime.close();
     }
