@@ -16,6 +16,7 @@ import io.dsec.SnapshotMode;
 import io.dsec.Snapshots;
 import io.dsec.InvalidSpecException;
 import io.dsec.spi.SnapshotEngine;
+import io.dsec.MemoryStats;
 import io.dsec.internal.admission.AdmissionController;
 import io.dsec.internal.admission.KernelUsageSource;
 import io.dsec.internal.admission.Ticker;
@@ -23,6 +24,7 @@ import io.dsec.internal.agent.AgentConnection;
 import io.dsec.internal.fs.FileTrees;
 import io.dsec.internal.agent.AgentIo;
 import io.dsec.internal.layer.ErofsImageBuilder;
+import io.dsec.internal.memory.HostMemory;
 import io.dsec.internal.layer.LayerMounts;
 import io.dsec.internal.layer.LayersImpl;
 import io.dsec.internal.layer.MountedLayer;
@@ -86,7 +88,7 @@ public final class ContainerSandboxHost implements SandboxHost {
     private final SecureRandom random = new SecureRandom();
     private final Closer lifetime;
     private final AdmissionController admission;
-    private final io.dsec.internal.memory.HostMemory memory = new io.dsec.internal.memory.HostMemory();
+    private final HostMemory memory = new HostMemory();
 
     private ContainerSandboxHost(HostConfig config, Closer undo) {
         this.config = config;
@@ -402,7 +404,7 @@ public final class ContainerSandboxHost implements SandboxHost {
     }
 
     @Override
-    public io.dsec.MemoryStats memory() {
+    public MemoryStats memory() {
         return memory.stats();
     }
 
