@@ -76,17 +76,8 @@ public final class OnDemandLayerStore implements LayerStore {
     private FuseServer fuse;
     private volatile boolean closed;
 
-    /** A layer being served: its reader and what runs beside it. */
-    private static final class Served {
-        final OnDemandLayerReader reader;
-        final Prefetcher prefetcher;
-        final AccessRecorder recorder;
-
-        Served(OnDemandLayerReader reader, Prefetcher prefetcher, AccessRecorder recorder) {
-            this.reader = reader;
-            this.prefetcher = prefetcher;
-            this.recorder = recorder;
-        }
+    /** A layer being served: its reader and what runs beside it (either may be null). */
+    private record Served(OnDemandLayerReader reader, Prefetcher prefetcher, AccessRecorder recorder) {
     }
 
     /** The JSON kept under {@code refs/<kind>/<name>/<version>.json}. */
@@ -149,7 +140,7 @@ public final class OnDemandLayerStore implements LayerStore {
             for (String digest : digests) {
                 Served s = startServing(manifest(digest), false);
                 served.put(digest, s);
-                files.put(fileName(digest), s.reader);
+                files.put(fileName(digest), s.reader());
             }
             fuse = FuseServer.reattach(mountpoint, fuseState, settings.fuseThreads(), files);
             LOG.info("took over the FUSE mount {} from a previous JVM, serving {} layer(s)", mountpoint, files.size());
@@ -297,7 +288,7 @@ public final class OnDemandLayerStore implements LayerStore {
                 LayerManifest manifest = checkedManifest(digest);
                 Served s = startServing(manifest, true);
                 try {
-                    fuse().add(fileName(digest), s.reader);
+                    fuse().add(fileName(digest), s.reader());
                 } catch (RuntimeException e) {
                     stopServing(digest, s);
                     throw e;
@@ -442,19 +433,19 @@ public final class OnDemandLayerStore implements LayerStore {
     }
 
     private void stopServing(String digest, Served s) {
-        if (s.recorder != null) {
-            saveTrace(digest, s.recorder);
+        if (s.recorder() != null) {
+            saveTrace(digest, s.recorder());
         }
-        if (s.prefetcher != null) {
-            s.prefetcher.close();
+        if (s.prefetcher() != null) {
+            s.prefetcher().close();
         }
-        finished.put(digest, s.reader.stats());
-        s.reader.close();
+        finished.put(digest, s.reader().stats());
+        s.reader().close();
     }
 
     public Optional<FetchStats> stats(String digest) {
         Served s = served.get(digest);
-        LayerFetchStats st = s != null ? s.reader.stats() : finished.get(digest);
+        LayerFetchStats st = s != null ? s.reader().stats() : finished.get(digest);
         if (st == null) {
             return Optional.empty();
         }

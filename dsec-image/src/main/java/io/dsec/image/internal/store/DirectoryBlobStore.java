@@ -60,13 +60,8 @@ public final class DirectoryBlobStore implements BlobStore {
         Path file = file(key);
         try {
             return Files.readAllBytes(file);
-        } catch (NoSuchFileException | NotDirectoryException e) {
-            throw new BlobNotFoundException(describe(), key);
         } catch (IOException e) {
-            if (!Files.isRegularFile(file)) {
-                throw new BlobNotFoundException(describe(), key); // a directory, or a parent is a file (ENOTDIR)
-            }
-            throw failure("read", key, e);
+            throw readFailure(key, file, e);
         }
     }
 
@@ -90,14 +85,17 @@ public final class DirectoryBlobStore implements BlobStore {
                 pos += r;
             }
             return buf.position() == n ? buf.array() : Arrays.copyOf(buf.array(), buf.position());
-        } catch (NoSuchFileException | NotDirectoryException e) {
-            throw new BlobNotFoundException(describe(), key);
         } catch (IOException e) {
-            if (!Files.isRegularFile(file)) {
-                throw new BlobNotFoundException(describe(), key); // a directory, or a parent is a file (ENOTDIR)
-            }
-            throw failure("read", key, e);
+            throw readFailure(key, file, e);
         }
+    }
+
+    /** A missing blob (also a directory, or a parent that is a file: ENOTDIR) is not found; anything else is a failure. */
+    private RuntimeException readFailure(String key, Path file, IOException e) {
+        if (e instanceof NoSuchFileException || e instanceof NotDirectoryException || !Files.isRegularFile(file)) {
+            return new BlobNotFoundException(describe(), key);
+        }
+        return failure("read", key, e);
     }
 
     @Override

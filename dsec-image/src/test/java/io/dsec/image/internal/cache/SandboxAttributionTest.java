@@ -1,5 +1,6 @@
 package io.dsec.image.internal.cache;
 
+import io.dsec.image.testing.MemoryBlobStore;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dsec.image.SandboxFetchStats;

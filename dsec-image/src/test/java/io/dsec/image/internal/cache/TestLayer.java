@@ -1,5 +1,6 @@
 package io.dsec.image.internal.cache;
 
+import io.dsec.image.testing.MemoryBlobStore;
 import io.dsec.LayerKind;
 import io.dsec.image.LayerManifest;
 import java.util.ArrayList;

@@ -1,55 +1,20 @@
 package io.dsec.image.internal.gc;
 
 import io.dsec.ImageFetchException;
-import io.dsec.image.BlobNotFoundException;
-import io.dsec.image.BlobStore;
+import io.dsec.image.testing.MemoryBlobStore;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
-/** A BlobStore in memory for GC tests, with hooks on delete. */
-final class GcTestStore implements BlobStore {
-    final ConcurrentSkipListMap<String, byte[]> blobs = new ConcurrentSkipListMap<>();
+/** The in-memory test store with hooks on delete, for GC tests. */
+final class GcTestStore extends MemoryBlobStore {
     /** Runs after each delete. */
     volatile Consumer<String> afterDelete = k -> {
     };
     /** Deletes of keys it accepts fail. */
     volatile Predicate<String> failDelete = k -> false;
-
-    @Override
-    public byte[] get(String key) {
-        byte[] b = blobs.get(key);
-        if (b == null) {
-            throw new BlobNotFoundException(describe(), key);
-        }
-        return b.clone();
-    }
-
-    @Override
-    public byte[] getRange(String key, long offset, int length) {
-        byte[] b = get(key);
-        int from = (int) Math.min(offset, b.length);
-        return Arrays.copyOfRange(b, from, (int) Math.min(b.length, offset + length));
-    }
-
-    @Override
-    public boolean exists(String key) {
-        return blobs.containsKey(key);
-    }
-
-    @Override
-    public void put(String key, byte[] data) {
-        blobs.put(key, data.clone());
-    }
-
-    @Override
-    public List<String> list(String prefix) {
-        return blobs.keySet().stream().filter(k -> k.startsWith(prefix)).sorted().toList();
-    }
 
     @Override
     public void delete(String key) {
@@ -58,11 +23,6 @@ final class GcTestStore implements BlobStore {
         }
         blobs.remove(key);
         afterDelete.accept(key);
-    }
-
-    @Override
-    public boolean writable() {
-        return true;
     }
 
     @Override

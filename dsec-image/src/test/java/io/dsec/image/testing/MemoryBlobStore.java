@@ -1,4 +1,4 @@
-package io.dsec.image.internal.cache;
+package io.dsec.image.testing;
 
 import io.dsec.image.BlobNotFoundException;
 import io.dsec.image.BlobStore;
@@ -9,20 +9,20 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
-/** A BlobStore in memory that counts gets and lets a test delay, fail or corrupt them. */
-final class MemoryBlobStore implements BlobStore {
+/** A BlobStore in memory that counts gets and lets a test delay, fail or corrupt them; subclasses add delete hooks. */
+public class MemoryBlobStore implements BlobStore {
     /** Runs inside get, before the bytes are returned; may block, throw, or return other bytes. */
-    interface GetHook {
+    public interface GetHook {
         byte[] onGet(String key, byte[] bytes, int nthGetOfKey) throws Exception;
     }
 
-    final ConcurrentHashMap<String, byte[]> blobs = new ConcurrentHashMap<>();
-    final AtomicInteger gets = new AtomicInteger();
-    final ConcurrentHashMap<String, AtomicInteger> getsByKey = new ConcurrentHashMap<>();
-    final AtomicInteger concurrentGets = new AtomicInteger();
-    final AtomicInteger maxConcurrentGets = new AtomicInteger();
-    final List<String> getOrder = Collections.synchronizedList(new ArrayList<>());
-    volatile GetHook hook;
+    public final ConcurrentHashMap<String, byte[]> blobs = new ConcurrentHashMap<>();
+    public final AtomicInteger gets = new AtomicInteger();
+    public final ConcurrentHashMap<String, AtomicInteger> getsByKey = new ConcurrentHashMap<>();
+    public final AtomicInteger concurrentGets = new AtomicInteger();
+    public final AtomicInteger maxConcurrentGets = new AtomicInteger();
+    public final List<String> getOrder = Collections.synchronizedList(new ArrayList<>());
+    public volatile GetHook hook;
 
     @Override
     public byte[] get(String key) {
@@ -56,7 +56,7 @@ final class MemoryBlobStore implements BlobStore {
         }
     }
 
-    int getsOf(String key) {
+    public int getsOf(String key) {
         AtomicInteger n = getsByKey.get(key);
         return n == null ? 0 : n.get();
     }
